@@ -1,0 +1,39 @@
+"""Type stubs of chunkforge's native (Rust) module."""
+
+from typing import Iterable
+
+import numpy as np
+import numpy.typing as npt
+
+class Tokenizer:
+    @staticmethod
+    def from_str(json: str) -> Tokenizer: ...
+    @staticmethod
+    def from_file(path: str) -> Tokenizer: ...
+    @property
+    def fast_path(self) -> bool: ...
+    def count(self, text: str) -> int: ...
+    def count_batch(self, texts: Iterable[str], threads: int | None = None) -> npt.NDArray[np.int64]: ...
+    def encode_offsets(self, text: str) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]: ...
+
+class Chunker:
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        strategy: str,
+        max_tokens: int,
+        overlap: int = 0,
+        min_tokens: int = 0,
+        overlap_sentences: int = 0,
+        separators: list[str] | None = None,
+    ) -> None: ...
+    def spans(
+        self, text: str
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+    def spans_batch(
+        self, texts: Iterable[str], threads: int | None = None
+    ) -> tuple[
+        npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]
+    ]: ...
+
+def split_sentences(text: str) -> list[tuple[int, int]]: ...

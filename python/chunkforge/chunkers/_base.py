@@ -1,0 +1,90 @@
+"""What every chunker shares: parameter checks, ``chunk``/``chunk_batch`` and the
+columnar ``spans``/``spans_batch`` bulk path."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, NamedTuple
+
+import numpy as np
+
+from .. import _native
+from ..chunk import Chunk
+from ..tokenizer import Tokenizer, _as_list, as_tokenizer
+
+
+class Spans(NamedTuple):
+    """Chunks of one document as columns: ``start``, ``end`` (str indices), ``token_count``."""
+
+    start: np.ndarray
+    end: np.ndarray
+    token_count: np.ndarray
+
+
+class BatchSpans(NamedTuple):
+    """Chunks of many documents as columns; ``doc`` is the input index."""
+
+    doc: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    token_count: np.ndarray
+
+
+def check_int(name: str, value: Any, minimum: int) -> int:
+    """``value`` as an int ``>= minimum``; errors name the parameter."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+class BaseChunker:
+    """Common surface of the chunkers. Subclasses set ``_native``."""
+
+    tokenizer: Tokenizer
+    max_tokens: int
+    _native: _native.Chunker
+
+    def __init__(self, tokenizer: Any, max_tokens: int, overlap: int) -> None:
+        self.tokenizer = as_tokenizer(tokenizer)
+        self.max_tokens = check_int("max_tokens", max_tokens, 1)
+        self.overlap = check_int("overlap", overlap, 0)
+        if self.overlap >= self.max_tokens:
+            raise ValueError(f"overlap ({overlap}) must be smaller than max_tokens ({max_tokens})")
+
+    def chunk(self, text: str) -> list[Chunk]:
+        """Chunks one document."""
+        start, end, count = self._native.spans(text)
+        return [
+            Chunk(text[s:e], s, e, n, i)
+            for i, (s, e, n) in enumerate(zip(start.tolist(), end.tolist(), count.tolist()))
+        ]
+
+    __call__ = chunk
+
+    def chunk_batch(self, texts: Iterable[str], threads: int | None = None) -> list[list[Chunk]]:
+        """Chunks many documents in parallel (GIL released); output in input order."""
+        texts = _as_list(texts)
+        doc, start, end, count = self.spans_batch(texts, threads=threads)
+        out: list[list[Chunk]] = [[] for _ in texts]
+        for d, s, e, n in zip(doc.tolist(), start.tolist(), end.tolist(), count.tolist()):
+            chunks = out[d]
+            chunks.append(Chunk(texts[d][s:e], s, e, n, len(chunks)))
+        return out
+
+    def spans(self, text: str) -> Spans:
+        """Chunk spans of one document as numpy columns (no Python object per chunk)."""
+        return Spans(*self._native.spans(text))
+
+    def spans_batch(self, texts: Iterable[str], threads: int | None = None) -> BatchSpans:
+        """Chunk spans of many documents as numpy columns: the bulk path."""
+        if threads is not None:
+            threads = check_int("threads", threads, 1)
+        return BatchSpans(*self._native.spans_batch(_as_list(texts), threads=threads))
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
+        return f"{type(self).__name__}({params})"
+
+    def _params(self) -> dict[str, Any]:
+        return {"tokenizer": self.tokenizer, "max_tokens": self.max_tokens, "overlap": self.overlap}

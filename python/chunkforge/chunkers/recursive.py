@@ -1,0 +1,56 @@
+"""Recursive separator splitting with greedy merging."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .. import _native
+from ._base import BaseChunker, check_int
+
+
+class RecursiveChunker(BaseChunker):
+    """Splits at the coarsest separators that make pieces fit ``max_tokens``
+    (blank lines, line breaks, sentence ends, clause punctuation, whitespace,
+    then token boundaries), and merges neighbours greedily up to the limit.
+
+    ``overlap`` repeats whole trailing pieces of the previous chunk (at most
+    ``overlap`` tokens); ``min_tokens`` merges smaller chunks into a neighbour
+    when the union fits; ``separators`` replaces the hierarchy with literal
+    strings, coarsest first (each is kept at the end of the piece before it).
+
+    >>> from chunkforge import RecursiveChunker
+    >>> text = "Intro line.\\n\\nA second paragraph, longer than the first one."
+    >>> [c.text for c in RecursiveChunker(max_tokens=8).chunk(text)]
+    ['Intro line.', 'A second paragraph,', 'longer than the first one.']
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any = None,
+        max_tokens: int = 512,
+        overlap: int = 0,
+        separators: Sequence[str] | None = None,
+        min_tokens: int = 0,
+    ) -> None:
+        super().__init__(tokenizer, max_tokens, overlap)
+        self.min_tokens = check_int("min_tokens", min_tokens, 0)
+        if self.min_tokens > self.max_tokens:
+            raise ValueError(f"min_tokens ({min_tokens}) must not exceed max_tokens ({max_tokens})")
+        if separators is not None:
+            if isinstance(separators, str) or not all(isinstance(s, str) for s in separators):
+                raise TypeError("separators must be a list of str")
+            if any(s == "" for s in separators):
+                raise ValueError("separators must not contain an empty string (token boundaries are always the last resort)")
+            separators = list(separators)
+        self.separators = separators
+        self._native = _native.Chunker(
+            self.tokenizer._native,
+            "recursive",
+            self.max_tokens,
+            overlap=self.overlap,
+            min_tokens=self.min_tokens,
+            separators=separators,
+        )
+
+    def _params(self) -> dict[str, Any]:
+        return {**super()._params(), "separators": self.separators, "min_tokens": self.min_tokens}

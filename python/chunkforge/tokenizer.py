@@ -1,0 +1,123 @@
+"""Token counting with the embedding model's own tokenizer (HF ``tokenizer.json``)."""
+
+from __future__ import annotations
+
+import functools
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable, NamedTuple
+
+import numpy as np
+
+from . import _native
+
+DEFAULT_TOKENIZER = "all-MiniLM-L6-v2.tokenizer.json"
+
+
+class Encoding(NamedTuple):
+    """Token ids and their ``(n, 2)`` character offsets into the text."""
+
+    ids: np.ndarray
+    offsets: np.ndarray
+
+
+class Tokenizer:
+    """A tokenizer that counts tokens exactly as HF ``tokenizers`` encodes them
+    (no special tokens; truncation and padding stored in the file are ignored).
+
+    >>> tok = Tokenizer.default()
+    >>> tok.count("Hello, world!")
+    4
+    """
+
+    def __init__(self, native: _native.Tokenizer, source: str) -> None:
+        self._native = native
+        self.source = source
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> Tokenizer:
+        """Loads a ``tokenizer.json`` file."""
+        path = Path(path)
+        if path.is_dir():
+            raise ValueError(f"{path} is a folder; use Tokenizer.from_pretrained for a model folder")
+        if not path.exists():
+            raise FileNotFoundError(f"tokenizer file not found: {path}")
+        return cls(_native.Tokenizer.from_file(str(path)), str(path))
+
+    @classmethod
+    def from_pretrained(cls, model_dir: str | os.PathLike[str]) -> Tokenizer:
+        """Loads ``tokenizer.json`` from a model folder (Hugging Face layout)."""
+        path = Path(model_dir) / "tokenizer.json"
+        if not path.exists():
+            raise FileNotFoundError(f"no tokenizer.json in model folder {model_dir}")
+        return cls.from_file(path)
+
+    @classmethod
+    def from_str(cls, json: str) -> Tokenizer:
+        """Loads a tokenizer from the JSON text of a ``tokenizer.json``."""
+        return cls(_native.Tokenizer.from_str(json), "<string>")
+
+    @classmethod
+    def from_tokenizers(cls, tokenizer: Any) -> Tokenizer:
+        """Converts a ``tokenizers.Tokenizer`` (through its JSON)."""
+        to_str = getattr(tokenizer, "to_str", None)
+        if to_str is None:
+            raise TypeError(f"tokenizer must be a tokenizers.Tokenizer, not {type(tokenizer).__name__}")
+        return cls(_native.Tokenizer.from_str(to_str()), f"<{type(tokenizer).__name__}>")
+
+    @classmethod
+    def default(cls) -> Tokenizer:
+        """The all-MiniLM-L6-v2 WordPiece tokenizer shipped with chunkforge."""
+        return _default_tokenizer()
+
+    @property
+    def fast_path(self) -> bool:
+        """True when this tokenizer runs on chunkforge's exact fast path."""
+        return self._native.fast_path
+
+    def count(self, text: str) -> int:
+        """Number of tokens of ``text``, without special tokens."""
+        return self._native.count(text)
+
+    def count_batch(self, texts: Iterable[str], threads: int | None = None) -> np.ndarray:
+        """Token counts of many texts (GIL released, parallel across texts)."""
+        return self._native.count_batch(_as_list(texts), threads=threads)
+
+    def encode_offsets(self, text: str) -> Encoding:
+        """Token ids and ``(start, end)`` character offsets of every token."""
+        ids, offsets = self._native.encode_offsets(text)
+        return Encoding(ids, offsets)
+
+    def __repr__(self) -> str:
+        return f"Tokenizer({self.source!r})"
+
+
+@functools.cache
+def _default_tokenizer() -> Tokenizer:
+    data = resources.files("chunkforge") / "data" / DEFAULT_TOKENIZER
+    return Tokenizer(_native.Tokenizer.from_str(data.read_text(encoding="utf-8")), DEFAULT_TOKENIZER)
+
+
+def as_tokenizer(tokenizer: Any) -> Tokenizer:
+    """Accepts a Tokenizer, a path to a tokenizer.json or model folder, a
+    ``tokenizers.Tokenizer``, or None for the default tokenizer."""
+    if tokenizer is None:
+        return Tokenizer.default()
+    if isinstance(tokenizer, Tokenizer):
+        return tokenizer
+    if isinstance(tokenizer, (str, os.PathLike)):
+        path = Path(tokenizer)
+        return Tokenizer.from_pretrained(path) if path.is_dir() else Tokenizer.from_file(path)
+    if hasattr(tokenizer, "to_str"):
+        return Tokenizer.from_tokenizers(tokenizer)
+    raise TypeError(
+        "tokenizer must be a chunkforge.Tokenizer, a path to tokenizer.json, "
+        f"a tokenizers.Tokenizer or None, not {type(tokenizer).__name__}"
+    )
+
+
+def _as_list(texts: Iterable[str]) -> list[str]:
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of str, not a single str")
+    return texts if isinstance(texts, list) else list(texts)

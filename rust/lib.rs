@@ -1,0 +1,262 @@
+//! Python bindings of chunkforge's native core. Only binding code lives here:
+//! the concepts are in their own modules.
+
+mod pretokenize;
+mod segment;
+mod sizer;
+mod spans;
+mod split;
+mod tokenizer;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use numpy::{IntoPyArray, PyArray1, PyArray2};
+use pyo3::exceptions::{PyIOError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyIterator, PyString};
+use rayon::prelude::*;
+
+use segment::Level;
+use spans::{bytes_to_chars, ChunkSpan};
+use split::{Config, Strategy};
+
+/// Borrows the UTF-8 of a Python `str`; lone surrogates are a ValueError naming `what`.
+fn as_str<'a>(obj: &'a Bound<'_, PyAny>, what: &dyn Fn() -> String) -> PyResult<&'a str> {
+    let s = obj.downcast::<PyString>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{} must be str, not {}",
+            what(),
+            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        ))
+    })?;
+    s.to_str().map_err(|e| {
+        PyValueError::new_err(format!(
+            "{} is not valid Unicode (it holds a lone surrogate; chunkforge needs text that \
+             encodes to UTF-8): {}",
+            what(),
+            e.value(obj.py())
+        ))
+    })
+}
+
+/// The `str` items of a Python iterable, kept alive in `holder`.
+fn collect_texts<'py>(texts: &Bound<'py, PyAny>, holder: &mut Vec<Bound<'py, PyAny>>) -> PyResult<()> {
+    if texts.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err("texts must be a list of str, not a single str"));
+    }
+    let iter = PyIterator::from_object(texts)
+        .map_err(|_| PyTypeError::new_err("texts must be an iterable of str"))?;
+    for item in iter {
+        holder.push(item?);
+    }
+    Ok(())
+}
+
+fn borrow_all<'a>(holder: &'a [Bound<'_, PyAny>]) -> PyResult<Vec<&'a str>> {
+    holder.iter().enumerate().map(|(i, o)| as_str(o, &|| format!("texts[{i}]"))).collect()
+}
+
+/// Runs `f` over `items` on `threads` threads (None: all cores), in input order.
+fn parallel_map<T: Sync, R: Send>(items: &[T], threads: Option<usize>, f: impl Fn(&T) -> R + Sync + Send) -> PyResult<Vec<R>> {
+    match threads {
+        Some(0) => Err(PyValueError::new_err("threads must be at least 1")),
+        Some(1) => Ok(items.iter().map(f).collect()),
+        None => Ok(items.par_iter().map(f).collect()),
+        Some(n) => {
+            static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+            let pool = POOLS
+                .get_or_init(Default::default)
+                .lock()
+                .unwrap()
+                .entry(n)
+                .or_insert_with(|| Arc::new(rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap()))
+                .clone();
+            Ok(pool.install(|| items.par_iter().map(f).collect()))
+        }
+    }
+}
+
+/// A tokenizer loaded from a `tokenizer.json` (HF `tokenizers`), counting without
+/// special tokens, truncation or padding.
+#[pyclass(frozen, module = "chunkforge._native")]
+struct Tokenizer {
+    inner: Arc<tokenizer::Tokenizer>,
+}
+
+#[pymethods]
+impl Tokenizer {
+    /// Loads a tokenizer from the JSON text of a `tokenizer.json`.
+    #[staticmethod]
+    fn from_str(json: &str) -> PyResult<Self> {
+        let inner = tokenizer::Tokenizer::from_json(json)
+            .map_err(|e| PyValueError::new_err(format!("not a valid tokenizer.json: {e}")))?;
+        Ok(Tokenizer { inner: Arc::new(inner) })
+    }
+
+    /// Loads a tokenizer from a `tokenizer.json` file.
+    #[staticmethod]
+    fn from_file(path: PathBuf) -> PyResult<Self> {
+        let json = std::fs::read_to_string(&path)
+            .map_err(|e| PyIOError::new_err(format!("cannot read tokenizer file {}: {e}", path.display())))?;
+        let inner = tokenizer::Tokenizer::from_json(&json).map_err(|e| {
+            PyValueError::new_err(format!("{} is not a valid tokenizer.json: {e}", path.display()))
+        })?;
+        Ok(Tokenizer { inner: Arc::new(inner) })
+    }
+
+    /// True when documents take the exact fast path rather than HF's pipeline.
+    #[getter]
+    fn fast_path(&self) -> bool {
+        self.inner.is_fast()
+    }
+
+    fn count(&self, py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let text = as_str(text, &|| "text".into())?;
+        let tk = &self.inner;
+        py.detach(|| tk.with_cache(|c| tk.count(text, c))).map_err(PyValueError::new_err)
+    }
+
+    #[pyo3(signature = (texts, threads=None))]
+    fn count_batch<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<usize>) -> PyResult<Bound<'py, PyArray1<i64>>> {
+        let mut holder = vec![];
+        collect_texts(texts, &mut holder)?;
+        let strs = borrow_all(&holder)?;
+        let tk = &self.inner;
+        let counts = py.detach(|| {
+            parallel_map(&strs, threads, |t| tk.with_cache(|c| tk.count(t, c).map(|n| n as i64)))
+        })?;
+        let counts: Result<Vec<i64>, String> = counts.into_iter().collect();
+        Ok(counts.map_err(PyValueError::new_err)?.into_pyarray(py))
+    }
+
+    /// Token ids and `(n, 2)` code point offsets of `text`, without special tokens.
+    fn encode_offsets<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray2<i64>>)> {
+        let text = as_str(text, &|| "text".into())?;
+        let tk = &self.inner;
+        let doc = py.detach(|| tk.with_cache(|c| tk.analyze(text, true, c))).map_err(PyValueError::new_err)?;
+        let tm = doc.tokens.unwrap_or_default();
+        let n = tm.ids.len();
+        // a token holding part of a character (byte-level BPE) spans the whole character, as in HF
+        let mut offs: Vec<usize> = tm.start.iter().zip(&tm.end).flat_map(|(&s, &e)| [s as usize, spans::ceil_char(text, e as usize)]).collect();
+        bytes_to_chars(text, &mut offs);
+        let offs: Vec<i64> = offs.into_iter().map(|x| x as i64).collect();
+        let offsets = numpy::ndarray::Array2::from_shape_vec((n, 2), offs).unwrap().into_pyarray(py);
+        Ok((tm.ids.into_pyarray(py), offsets))
+    }
+}
+
+/// A configured chunker: `spans` / `spans_batch` return columnar numpy arrays.
+#[pyclass(frozen, module = "chunkforge._native")]
+struct Chunker {
+    tk: Arc<tokenizer::Tokenizer>,
+    cfg: Config,
+}
+
+type SpanArrays<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>);
+
+/// Chunk spans of one document in code point offsets.
+fn char_spans(text: &str, spans: Vec<ChunkSpan>) -> Vec<(i64, i64, i64)> {
+    let mut offs: Vec<usize> = spans.iter().flat_map(|c| [c.start, c.end]).collect();
+    bytes_to_chars(text, &mut offs);
+    spans.iter().enumerate().map(|(i, c)| (offs[2 * i] as i64, offs[2 * i + 1] as i64, c.tokens as i64)).collect()
+}
+
+#[pymethods]
+impl Chunker {
+    /// `strategy` is "token", "recursive" or "sentence"; the Python classes
+    /// validate the parameters before they get here.
+    #[new]
+    #[pyo3(signature = (tokenizer, strategy, max_tokens, overlap=0, min_tokens=0, overlap_sentences=0, separators=None))]
+    fn new(
+        tokenizer: &Tokenizer,
+        strategy: &str,
+        max_tokens: usize,
+        overlap: usize,
+        min_tokens: usize,
+        overlap_sentences: usize,
+        separators: Option<Vec<String>>,
+    ) -> PyResult<Self> {
+        if max_tokens < 1 {
+            return Err(PyValueError::new_err("max_tokens must be at least 1"));
+        }
+        if overlap >= max_tokens {
+            return Err(PyValueError::new_err("overlap must be smaller than max_tokens"));
+        }
+        let strategy = match strategy {
+            "token" => Strategy::Token,
+            "recursive" => Strategy::Recursive {
+                levels: match separators {
+                    None => Level::defaults(),
+                    Some(seps) => seps.into_iter().map(Level::Literal).collect(),
+                },
+                min_tokens,
+            },
+            "sentence" => Strategy::Sentence { overlap_sentences },
+            other => return Err(PyValueError::new_err(format!("unknown strategy {other:?}"))),
+        };
+        Ok(Chunker { tk: tokenizer.inner.clone(), cfg: Config { strategy, max_tokens, overlap } })
+    }
+
+    /// `(starts, ends, token_counts)` of the chunks of `text`.
+    fn spans<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
+        let text = as_str(text, &|| "text".into())?;
+        let spans = py.detach(|| split::chunk(&self.tk, text, &self.cfg).map(|s| char_spans(text, s)))
+            .map_err(PyValueError::new_err)?;
+        let (s, e, n) = unzip3(spans.into_iter());
+        Ok((s.into_pyarray(py), e.into_pyarray(py), n.into_pyarray(py)))
+    }
+
+    /// `(doc_index, starts, ends, token_counts)` of the chunks of every text, in input order.
+    #[pyo3(signature = (texts, threads=None))]
+    fn spans_batch<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<usize>) -> PyResult<SpanArrays<'py>> {
+        let mut holder = vec![];
+        collect_texts(texts, &mut holder)?;
+        let strs = borrow_all(&holder)?;
+        let per_doc = py.detach(|| {
+            parallel_map(&strs, threads, |t| split::chunk(&self.tk, t, &self.cfg).map(|s| char_spans(t, s)))
+        })?;
+        let mut doc = vec![];
+        let mut rows = vec![];
+        for (i, r) in per_doc.into_iter().enumerate() {
+            let spans = r.map_err(|e| PyValueError::new_err(format!("texts[{i}]: {e}")))?;
+            doc.extend(std::iter::repeat_n(i as i64, spans.len()));
+            rows.extend(spans);
+        }
+        let (s, e, n) = unzip3(rows.into_iter());
+        Ok((doc.into_pyarray(py), s.into_pyarray(py), e.into_pyarray(py), n.into_pyarray(py)))
+    }
+}
+
+fn unzip3(it: impl Iterator<Item = (i64, i64, i64)>) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
+    let (mut a, mut b, mut c) = (vec![], vec![], vec![]);
+    for (x, y, z) in it {
+        a.push(x);
+        b.push(y);
+        c.push(z);
+    }
+    (a, b, c)
+}
+
+/// Sentence spans `[(start, end), ...]` of `text` in code point offsets.
+#[pyfunction]
+fn split_sentences(py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Vec<(usize, usize)>> {
+    let text = as_str(text, &|| "text".into())?;
+    let spans = py.detach(|| {
+        let mut out = vec![];
+        segment::sentences(text, 0, text.len(), &mut out);
+        out
+    });
+    let mut offs: Vec<usize> = spans.iter().flat_map(|&(a, b)| [a, b]).collect();
+    bytes_to_chars(text, &mut offs);
+    Ok(offs.chunks(2).map(|p| (p[0], p[1])).collect())
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Tokenizer>()?;
+    m.add_class::<Chunker>()?;
+    m.add_function(wrap_pyfunction!(split_sentences, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,81 @@
+//! Spans of a text: trimming, char boundaries, and the conversion of byte
+//! offsets (Rust) to code point offsets (Python `str` indices).
+
+/// A chunk's source span in bytes, and its token count when encoded alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkSpan {
+    pub start: usize,
+    pub end: usize,
+    pub tokens: usize,
+}
+
+/// `[s, e)` without leading and trailing whitespace (possibly empty).
+pub fn trim(text: &str, s: usize, e: usize) -> (usize, usize) {
+    let piece = &text[s..e];
+    let left = piece.len() - piece.trim_start().len();
+    let right = piece.trim_end().len();
+    if left >= right {
+        (s, s)
+    } else {
+        (s + left, s + right)
+    }
+}
+
+/// The largest char boundary `<= i`.
+pub fn floor_char(text: &str, mut i: usize) -> usize {
+    if i >= text.len() {
+        return text.len();
+    }
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// The smallest char boundary `>= i`.
+pub fn ceil_char(text: &str, mut i: usize) -> usize {
+    if i >= text.len() {
+        return text.len();
+    }
+    while !text.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// Converts byte offsets of `text` (any order, on char boundaries or not:
+/// inside a char counts as its start) into code point offsets, in place.
+pub fn bytes_to_chars(text: &str, offsets: &mut [usize]) {
+    if text.is_ascii() {
+        return;
+    }
+    let mut order: Vec<u32> = (0..offsets.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| offsets[i as usize]);
+    let bytes = text.as_bytes();
+    let (mut pos, mut chars) = (0usize, 0usize);
+    for i in order {
+        let target = floor_char(text, offsets[i as usize]);
+        if target > pos {
+            chars += bytes[pos..target].iter().filter(|&&b| (b & 0xC0) != 0x80).count();
+            pos = target;
+        }
+        offsets[i as usize] = chars;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn converts_and_trims() {
+        let text = "é 😀 x";
+        let mut offs = vec![text.len(), 0, 3, 2];
+        bytes_to_chars(text, &mut offs);
+        assert_eq!(offs, vec![5, 0, 2, 1]);
+        assert_eq!(trim("  ab  ", 0, 6), (2, 4));
+        assert_eq!(trim("   ", 0, 3), (0, 0));
+        assert_eq!(floor_char("😀", 2), 0);
+        assert_eq!(ceil_char("😀", 2), 4);
+    }
+}

@@ -1,0 +1,334 @@
+//! The chunkers: token windows, recursive separators, sentences. Each turns a
+//! document into [`ChunkSpan`]s (byte spans with their exact token counts);
+//! all sizing runs on the document's one tokenization through a [`Sizer`].
+
+use crate::segment::{sentences, split_level, Level};
+use crate::sizer::Sizer;
+use crate::spans::{ceil_char, floor_char, trim, ChunkSpan};
+use crate::tokenizer::Tokenizer;
+
+#[derive(Clone, Debug)]
+pub enum Strategy {
+    /// Fixed windows of `max_tokens` tokens, stride `max_tokens - overlap`.
+    Token,
+    /// Separator hierarchy, greedy merge, token overlap, optional floor.
+    Recursive { levels: Vec<Level>, min_tokens: usize },
+    /// Sentences packed up to the limit, overlap in whole sentences.
+    Sentence { overlap_sentences: usize },
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub strategy: Strategy,
+    pub max_tokens: usize,
+    pub overlap: usize,
+}
+
+/// A piece that fits the limit, to be merged with its neighbours.
+#[derive(Clone, Copy, Debug)]
+struct Unit {
+    s: usize,
+    e: usize,
+}
+
+enum Overlap {
+    /// Trailing units of the previous chunk, at most this many tokens.
+    Tokens(usize),
+    /// This many trailing units (sentences) of the previous chunk.
+    Units(usize),
+}
+
+/// Chunks one document.
+pub fn chunk(tk: &Tokenizer, text: &str, cfg: &Config) -> Result<Vec<ChunkSpan>, String> {
+    let (s, e) = trim(text, 0, text.len());
+    if s >= e {
+        return Ok(vec![]);
+    }
+    tk.with_cache(|cache| {
+        let with_tokens = matches!(cfg.strategy, Strategy::Token);
+        let mut sz = Sizer::new(tk, text, with_tokens, cache)?;
+        let max = cfg.max_tokens;
+        let mut units = vec![];
+        let mut groups = vec![];
+        let overlap = match &cfg.strategy {
+            Strategy::Token => return Ok(token_windows(&mut sz, max, cfg.overlap)),
+            Strategy::Recursive { levels, min_tokens } => {
+                split_group(&mut sz, levels, (s, e), 0, max, &mut units, &mut groups);
+                verify_groups(&mut sz, &units, &mut groups, max);
+                apply_floor(&mut sz, &units, &mut groups, *min_tokens, max);
+                Overlap::Tokens(cfg.overlap)
+            }
+            Strategy::Sentence { overlap_sentences } => {
+                let mut sents = vec![];
+                sentences(text, s, e, &mut sents);
+                let finer = [Level::Clause, Level::Word];
+                group_pieces(&mut sz, &finer, &sents, 0, max, &mut units, &mut groups);
+                verify_groups(&mut sz, &units, &mut groups, max);
+                Overlap::Units(*overlap_sentences)
+            }
+        };
+        Ok(with_overlap(&mut sz, &units, &groups, max, overlap))
+    })
+}
+
+/// Chunks `[s, e)` (trimmed) into groups of units: the span itself if it fits,
+/// else the pieces of the coarsest level (from `level` on) that has a
+/// separator inside, merged greedily; token windows are the last resort.
+/// `groups` are ranges of `units`; each group becomes a chunk.
+fn split_group(
+    sz: &mut Sizer,
+    levels: &[Level],
+    (s, e): (usize, usize),
+    level: usize,
+    max: usize,
+    units: &mut Vec<Unit>,
+    groups: &mut Vec<(usize, usize)>,
+) {
+    if sz.count(s, e) <= max {
+        units.push(Unit { s, e });
+        groups.push((units.len() - 1, units.len()));
+        return;
+    }
+    let mut pieces = vec![];
+    for (l, lvl) in levels.iter().enumerate().skip(level) {
+        pieces.clear();
+        split_level(sz.text, s, e, lvl, &mut pieces);
+        if pieces.len() > 1 {
+            group_pieces(sz, levels, &pieces, l + 1, max, units, groups);
+            return;
+        }
+    }
+    let first = units.len();
+    token_units(sz, s, e, max, units);
+    groups.extend((first..units.len()).map(|u| (u, u + 1)));
+}
+
+/// Greedy merge of sibling pieces while the merged span fits; a piece too long
+/// on its own is chunked at the finer levels and merges with no sibling.
+fn group_pieces(
+    sz: &mut Sizer,
+    levels: &[Level],
+    pieces: &[(usize, usize)],
+    next_level: usize,
+    max: usize,
+    units: &mut Vec<Unit>,
+    groups: &mut Vec<(usize, usize)>,
+) {
+    let mut open: Option<usize> = None; // index in `groups` of a group that may grow
+    for &(a, b) in pieces {
+        if let Some(g) = open {
+            let first = units[groups[g].0].s;
+            if sz.count(first, b) <= max {
+                units.push(Unit { s: a, e: b });
+                groups[g].1 = units.len();
+                continue;
+            }
+        }
+        if sz.count(a, b) <= max {
+            units.push(Unit { s: a, e: b });
+            groups.push((units.len() - 1, units.len()));
+            open = Some(groups.len() - 1);
+        } else {
+            split_group(sz, levels, (a, b), next_level, max, units, groups);
+            open = None;
+        }
+    }
+}
+
+/// On HF's general path counts are estimates: re-encode each group and move
+/// trailing units to a group of their own until it fits.
+fn verify_groups(sz: &mut Sizer, units: &[Unit], groups: &mut Vec<(usize, usize)>, max: usize) {
+    if sz.doc.exact_words {
+        return;
+    }
+    let mut i = 0;
+    while i < groups.len() {
+        let (a, mut b) = groups[i];
+        while b > a + 1 && sz.exact(units[a].s, units[b - 1].e) > max {
+            b -= 1;
+        }
+        if b < groups[i].1 {
+            groups.insert(i + 1, (b, groups[i].1));
+            groups[i].1 = b;
+        }
+        i += 1;
+    }
+}
+
+/// Token byte offsets of `[s, e)`: from the document's map when it has one,
+/// else by tokenizing the piece.
+fn token_starts(sz: &mut Sizer, s: usize, e: usize) -> Vec<usize> {
+    if let Some(tm) = &sz.doc.tokens {
+        let a = tm.start.partition_point(|&x| (x as usize) < s);
+        let b = tm.start.partition_point(|&x| (x as usize) < e);
+        return tm.start[a..b].iter().map(|&x| x as usize).collect();
+    }
+    match sz.tk.analyze(&sz.text[s..e], true, sz.cache) {
+        Ok(doc) => doc.tokens.unwrap().start.iter().map(|&x| s + x as usize).collect(),
+        Err(_) => sz.text[s..e].char_indices().map(|(i, _)| s + i).collect(),
+    }
+}
+
+/// The last resort: windows cut at token boundaries, shrunk until the window
+/// re-encoded alone fits (a window starting mid-word can count more tokens).
+fn token_units(sz: &mut Sizer, s: usize, e: usize, max: usize, out: &mut Vec<Unit>) {
+    let starts = token_starts(sz, s, e);
+    let cut = |sz: &Sizer, k: usize| -> usize {
+        if k == 0 {
+            s
+        } else if k >= starts.len() {
+            e
+        } else {
+            floor_char(sz.text, starts[k]).max(s)
+        }
+    };
+    let mut a = 0;
+    while a < starts.len() {
+        let mut b = (a + max).min(starts.len());
+        let (ws, we) = loop {
+            let ws = cut(sz, a);
+            let mut we = cut(sz, b);
+            if we <= ws {
+                we = ceil_char(sz.text, ws + 1).min(e);
+            }
+            let n = sz.exact(ws, we);
+            if n <= max || b == a + 1 {
+                if n > max {
+                    char_units(sz, ws, we, max, out);
+                    break (ws, ws);
+                }
+                break (ws, we);
+            }
+            b = (b - (n - max).max(1)).max(a + 1);
+        };
+        let (ts, te) = trim(sz.text, ws, we);
+        if ts < te {
+            out.push(Unit { s: ts, e: te });
+        }
+        // the next window starts where this one ended
+        while b < starts.len() && cut(sz, b) < we {
+            b += 1;
+        }
+        a = b;
+    }
+}
+
+/// A single token that still re-encodes above `max` (e.g. `max_tokens=1` and a
+/// multi-byte character in byte-level BPE): cut between characters.
+fn char_units(sz: &mut Sizer, s: usize, e: usize, max: usize, out: &mut Vec<Unit>) {
+    let mut a = s;
+    while a < e {
+        let mut b = ceil_char(sz.text, a + 1);
+        while b < e {
+            let next = ceil_char(sz.text, b + 1);
+            if sz.exact(a, next) > max {
+                break;
+            }
+            b = next;
+        }
+        let (ts, te) = trim(sz.text, a, b);
+        if ts < te {
+            out.push(Unit { s: ts, e: te });
+        }
+        a = b;
+    }
+}
+
+/// The chunks of the groups, each extended backwards over trailing units of
+/// the previous group as far as the overlap (and `max`) allows.
+fn with_overlap(sz: &mut Sizer, units: &[Unit], groups: &[(usize, usize)], max: usize, overlap: Overlap) -> Vec<ChunkSpan> {
+    let mut out = Vec::with_capacity(groups.len());
+    for (i, &(a, b)) in groups.iter().enumerate() {
+        let end = units[b - 1].e;
+        let mut first = a;
+        if i > 0 {
+            let prev = groups[i - 1];
+            let prev_end = units[prev.1 - 1].e;
+            match overlap {
+                Overlap::Tokens(k) => {
+                    while k > 0
+                        && first > prev.0
+                        && sz.exact(units[first - 1].s, prev_end) <= k
+                        && sz.exact(units[first - 1].s, end) <= max
+                    {
+                        first -= 1;
+                    }
+                }
+                Overlap::Units(k) => {
+                    while first > prev.0 && a - (first - 1) <= k && sz.exact(units[first - 1].s, end) <= max {
+                        first -= 1;
+                    }
+                }
+            }
+        }
+        let start = units[first].s;
+        out.push(ChunkSpan { start, end, tokens: sz.exact(start, end) });
+    }
+    out
+}
+
+/// Merges groups under `min_tokens` into a neighbour when the union fits.
+fn apply_floor(sz: &mut Sizer, units: &[Unit], groups: &mut Vec<(usize, usize)>, min_tokens: usize, max: usize) {
+    if min_tokens == 0 {
+        return;
+    }
+    let span = |g: (usize, usize)| (units[g.0].s, units[g.1 - 1].e);
+    let mut i = 0;
+    while i < groups.len() {
+        let (s, e) = span(groups[i]);
+        if groups.len() == 1 || sz.exact(s, e) >= min_tokens {
+            i += 1;
+            continue;
+        }
+        if i > 0 && sz.exact(span(groups[i - 1]).0, e) <= max {
+            groups[i - 1].1 = groups[i].1;
+            groups.remove(i);
+            i -= 1;
+            continue;
+        }
+        if i + 1 < groups.len() && sz.exact(s, span(groups[i + 1]).1) <= max {
+            groups[i].1 = groups[i + 1].1;
+            groups.remove(i + 1);
+            continue;
+        }
+        i += 1;
+    }
+}
+
+/// Fixed token windows: `max` tokens, stride `max - overlap`; a window whose
+/// text re-encodes above `max` (it starts mid-word) is shrunk, and the next one
+/// starts early enough that no token is skipped.
+fn token_windows(sz: &mut Sizer, max: usize, overlap: usize) -> Vec<ChunkSpan> {
+    let tm = sz.doc.tokens.take().unwrap_or_default();
+    let text = sz.text;
+    let ntok = tm.start.len();
+    let stride = max - overlap;
+    let mut out = vec![];
+    let mut a = 0;
+    while a < ntok {
+        let start = floor_char(text, tm.start[a] as usize);
+        let mut b = (a + max).min(ntok);
+        let (end, n) = loop {
+            let end = ceil_char(text, tm.end[b - 1] as usize).max(start);
+            let end = if b < ntok { end.min(floor_char(text, tm.start[b] as usize)).max(start) } else { end };
+            let end = if end == start { ceil_char(text, tm.end[b - 1] as usize) } else { end };
+            let n = sz.exact(start, end);
+            if n <= max || b == a + 1 {
+                break (end, n);
+            }
+            b = (b - (n - max).max(1)).max(a + 1);
+        };
+        out.push(ChunkSpan { start, end, tokens: n });
+        if b >= ntok {
+            break;
+        }
+        let mut next = (a + stride).min(b.saturating_sub(overlap)).max(a + 1);
+        // never start inside the previous window's last char
+        while next < ntok && (floor_char(text, tm.start[next] as usize)) < start {
+            next += 1;
+        }
+        a = next;
+    }
+    sz.doc.tokens = Some(tm);
+    out
+}

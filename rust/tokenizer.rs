@@ -1,0 +1,365 @@
+//! The tokenizer: HF `tokenizers` loads the model and is the general path; a
+//! fast path (our own pre-tokenizer + a per-word token cache in front of HF's
+//! model) tokenizes each document once, exactly as HF does, several times faster.
+//!
+//! Output of a document's analysis is a [`DocTokens`]: its words (pre-token
+//! spans, with a prefix sum of their token counts) and, on request, its tokens.
+//! Every sizing decision of the chunkers runs on that map.
+
+use std::sync::Mutex;
+
+use aho_corasick::AhoCorasick;
+use rustc_hash::FxHashMap;
+use tokenizers::{
+    Model, ModelWrapper, NormalizedString, Normalizer, NormalizerWrapper, PreTokenizerWrapper,
+};
+use tokenizers::tokenizer::normalizer::Range;
+
+use crate::pretokenize::{PreTokenizer2, Scheme};
+
+pub type Error = String;
+
+/// A token of a cached word: id and byte span relative to the word's start.
+#[derive(Clone, Copy, Debug)]
+struct Tok {
+    id: u32,
+    start: u32,
+    end: u32,
+}
+
+/// Words longer than this (in bytes) are tokenized but not cached.
+const MAX_CACHED_WORD: usize = 128;
+/// A cache holding more distinct words than this is cleared.
+const MAX_CACHED_WORDS: usize = 1 << 20;
+
+/// Distinct words seen so far and their tokens. One per worker thread.
+#[derive(Default)]
+pub struct WordCache {
+    map: FxHashMap<Box<str>, (u32, u32)>,
+    toks: Vec<Tok>,
+    scratch: Vec<Tok>,
+}
+
+/// Token ids and byte spans of a document.
+#[derive(Default, Debug, Clone)]
+pub struct TokenMap {
+    pub ids: Vec<u32>,
+    pub start: Vec<u32>,
+    pub end: Vec<u32>,
+}
+
+/// A document's words (byte spans, in order, non-overlapping) with the prefix
+/// sum of their token counts: `cum[i]` = tokens in words `0..i`.
+#[derive(Default, Debug, Clone)]
+pub struct DocTokens {
+    pub word_start: Vec<u32>,
+    pub word_end: Vec<u32>,
+    pub cum: Vec<u32>,
+    pub tokens: Option<TokenMap>,
+    /// True when the words are context free (the fast path): a span's count is
+    /// exact from the prefix sums plus a recount of the words cut at its edges.
+    pub exact_words: bool,
+}
+
+impl DocTokens {
+    fn new(with_tokens: bool, exact_words: bool) -> Self {
+        DocTokens {
+            cum: vec![0],
+            tokens: with_tokens.then(TokenMap::default),
+            exact_words,
+            ..Default::default()
+        }
+    }
+
+    fn push_word(&mut self, start: usize, end: usize, ntok: usize) {
+        self.word_start.push(start as u32);
+        self.word_end.push(end as u32);
+        let last = *self.cum.last().unwrap();
+        self.cum.push(last + ntok as u32);
+    }
+}
+
+enum Path {
+    /// Our pre-tokenizer + a word cache over the HF model.
+    Fast { pre: PreTokenizer2, byte_level: bool, specials: Option<AhoCorasick> },
+    /// HF's whole pipeline for each document.
+    Hf,
+}
+
+pub struct Tokenizer {
+    pub hf: tokenizers::Tokenizer,
+    path: Path,
+    caches: Mutex<Vec<WordCache>>,
+}
+
+impl Tokenizer {
+    /// Loads a `tokenizer.json` given as a string. Truncation and padding are
+    /// switched off: the chunkers count whole texts.
+    pub fn from_json(json: &str) -> Result<Self, Error> {
+        let mut hf: tokenizers::Tokenizer = json.parse().map_err(|e| format!("{e}"))?;
+        hf.with_truncation(None).map_err(|e| format!("{e}"))?;
+        hf.with_padding(None);
+        let path = Self::choose_path(&hf);
+        Ok(Tokenizer { hf, path, caches: Mutex::new(Vec::new()) })
+    }
+
+    fn choose_path(hf: &tokenizers::Tokenizer) -> Path {
+        let specials: Vec<String> =
+            hf.get_added_tokens_decoder().values().map(|t| t.content.clone()).collect();
+        let specials = (!specials.is_empty()).then(|| {
+            AhoCorasick::builder().ascii_case_insensitive(true).build(&specials).unwrap()
+        });
+        let pre = match (hf.get_normalizer(), hf.get_pre_tokenizer()) {
+            (None, Some(PreTokenizerWrapper::BertPreTokenizer(_))) => {
+                Some((PreTokenizer2::bert(None), false))
+            }
+            (Some(n @ NormalizerWrapper::BertNormalizer(_)), Some(PreTokenizerWrapper::BertPreTokenizer(_))) => {
+                Some((PreTokenizer2::bert(Some(n.clone())), false))
+            }
+            (None, Some(PreTokenizerWrapper::ByteLevel(bl))) if bl.use_regex && !bl.add_prefix_space => {
+                Some((PreTokenizer2::gpt2(), true))
+            }
+            _ => None,
+        };
+        match pre {
+            Some((pre, byte_level)) => Path::Fast { pre, byte_level, specials },
+            None => Path::Hf,
+        }
+    }
+
+    /// Whether documents go through the fast path (else HF's pipeline).
+    pub fn is_fast(&self) -> bool {
+        matches!(self.path, Path::Fast { .. })
+    }
+
+    /// Runs `f` with a word cache of this tokenizer (one per concurrent caller).
+    pub fn with_cache<R>(&self, f: impl FnOnce(&mut WordCache) -> R) -> R {
+        let mut cache = self.caches.lock().unwrap().pop().unwrap_or_default();
+        let result = f(&mut cache);
+        if cache.map.len() > MAX_CACHED_WORDS {
+            cache = WordCache::default();
+        }
+        self.caches.lock().unwrap().push(cache);
+        result
+    }
+
+    /// Number of tokens of `text`, without special tokens.
+    pub fn count(&self, text: &str, cache: &mut WordCache) -> Result<usize, Error> {
+        if let Some(pre) = self.fast_pre(text) {
+            let mut n = 0usize;
+            let mut err = None;
+            let ok = pre.words(text, |s, e| match self.word_tokens(&text[s..e], cache) {
+                Ok((off, len)) => {
+                    let _ = off;
+                    n += len;
+                }
+                Err(x) => err = Some(x),
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+            if ok {
+                return Ok(n);
+            }
+        }
+        Ok(self.hf_encode(text)?.len())
+    }
+
+    /// Tokenizes a document once: its words with token counts, and its tokens
+    /// when `with_tokens`.
+    pub fn analyze(&self, text: &str, with_tokens: bool, cache: &mut WordCache) -> Result<DocTokens, Error> {
+        if text.len() >= u32::MAX as usize {
+            return Err("a text longer than 4 GiB".into());
+        }
+        if let Some(pre) = self.fast_pre(text) {
+            let mut doc = DocTokens::new(with_tokens, true);
+            let mut err = None;
+            let ok = pre.words(text, |s, e| {
+                let (off, len) = match self.word_tokens(&text[s..e], cache) {
+                    Ok(r) => r,
+                    Err(x) => {
+                        err = Some(x);
+                        return;
+                    }
+                };
+                if len == 0 {
+                    return;
+                }
+                doc.push_word(s, e, len);
+                if let Some(tm) = doc.tokens.as_mut() {
+                    let toks = if off == u32::MAX { &cache.scratch[..] } else { &cache.toks[off as usize..off as usize + len] };
+                    for t in toks {
+                        tm.ids.push(t.id);
+                        tm.start.push(s as u32 + t.start);
+                        tm.end.push(s as u32 + t.end);
+                    }
+                }
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+            if ok {
+                return Ok(doc);
+            }
+        }
+        self.analyze_hf(text, with_tokens)
+    }
+
+    /// The fast pre-tokenizer, if this text may use it.
+    fn fast_pre(&self, text: &str) -> Option<&PreTokenizer2> {
+        match &self.path {
+            Path::Fast { pre, specials, .. } => match specials {
+                Some(ac) if ac.is_match(text) => None,
+                _ => Some(pre),
+            },
+            Path::Hf => None,
+        }
+    }
+
+    /// Tokens of one word: `(offset, len)` into the cache's arena, or
+    /// `(u32::MAX, len)` for an uncached word left in `cache.scratch`.
+    fn word_tokens(&self, word: &str, cache: &mut WordCache) -> Result<(u32, usize), Error> {
+        if let Some(&(off, len)) = cache.map.get(word) {
+            return Ok((off, len as usize));
+        }
+        let mut scratch = std::mem::take(&mut cache.scratch);
+        scratch.clear();
+        self.tokenize_word(word, &mut scratch)?;
+        let len = scratch.len();
+        if word.len() > MAX_CACHED_WORD {
+            cache.scratch = scratch;
+            return Ok((u32::MAX, len));
+        }
+        let off = cache.toks.len() as u32;
+        cache.toks.extend_from_slice(&scratch);
+        cache.scratch = scratch;
+        cache.map.insert(word.into(), (off, len as u32));
+        Ok((off, len))
+    }
+
+    /// HF's normalizer (BERT) or byte mapping (byte level), then HF's model.
+    fn tokenize_word(&self, word: &str, out: &mut Vec<Tok>) -> Result<(), Error> {
+        let Path::Fast { pre, byte_level, .. } = &self.path else { unreachable!() };
+        let model: &ModelWrapper = self.hf.get_model();
+        if *byte_level {
+            let mut mapped = String::with_capacity(word.len() * 2);
+            let mut pos = Vec::with_capacity(word.len() + 1);
+            for b in word.bytes() {
+                pos.push(mapped.len());
+                mapped.push(BYTE_CHARS[b as usize]);
+            }
+            pos.push(mapped.len());
+            for t in model.tokenize(&mapped).map_err(|e| format!("{e}"))? {
+                let s = pos.partition_point(|&p| p < t.offsets.0);
+                let e = pos.partition_point(|&p| p < t.offsets.1);
+                out.push(Tok { id: t.id, start: s as u32, end: e as u32 });
+            }
+            return Ok(());
+        }
+        let Scheme::Bert { normalizer } = &pre.scheme else { unreachable!() };
+        let mut ns = NormalizedString::from(word);
+        if let Some(n) = normalizer {
+            n.normalize(&mut ns).map_err(|e| format!("{e}"))?;
+        }
+        // a CJK ideograph normalizes to " x ": the model sees it without the padding
+        let normalized = ns.get();
+        let body = normalized.trim_matches(char::is_whitespace);
+        if body.is_empty() {
+            return Ok(());
+        }
+        let shift = normalized.len() - normalized.trim_start_matches(char::is_whitespace).len();
+        for t in model.tokenize(body).map_err(|e| format!("{e}"))? {
+            let r = ns
+                .convert_offsets(Range::Normalized(t.offsets.0 + shift..t.offsets.1 + shift))
+                .unwrap_or(0..word.len());
+            out.push(Tok { id: t.id, start: r.start as u32, end: r.end as u32 });
+        }
+        Ok(())
+    }
+
+    fn hf_encode(&self, text: &str) -> Result<tokenizers::Encoding, Error> {
+        self.hf.encode(text, false).map_err(|e| format!("{e}"))
+    }
+
+    /// The general path: HF's pipeline; words from its word ids.
+    fn analyze_hf(&self, text: &str, with_tokens: bool) -> Result<DocTokens, Error> {
+        let enc = self.hf_encode(text)?;
+        let mut doc = DocTokens::new(with_tokens, false);
+        let offsets = enc.get_offsets();
+        let word_ids = enc.get_word_ids();
+        let mut i = 0;
+        while i < offsets.len() {
+            let mut j = i + 1;
+            while j < offsets.len() && word_ids[j].is_some() && word_ids[j] == word_ids[i] {
+                j += 1;
+            }
+            let start = offsets[i..j].iter().map(|o| o.0).min().unwrap();
+            let end = offsets[i..j].iter().map(|o| o.1).max().unwrap();
+            let n = doc.word_start.len();
+            if n > 0 && (start as u32) < doc.word_end[n - 1] {
+                // overlapping words: fold into the previous one
+                doc.word_end[n - 1] = doc.word_end[n - 1].max(end as u32);
+                doc.cum[n] += (j - i) as u32;
+            } else {
+                doc.push_word(start, end.max(start), j - i);
+            }
+            i = j;
+        }
+        if let Some(tm) = doc.tokens.as_mut() {
+            tm.ids = enc.get_ids().to_vec();
+            tm.start = offsets.iter().map(|o| o.0 as u32).collect();
+            tm.end = offsets.iter().map(|o| o.1 as u32).collect();
+        }
+        Ok(doc)
+    }
+}
+
+/// GPT-2's byte-to-character table (`bytes_to_unicode`).
+static BYTE_CHARS: std::sync::LazyLock<[char; 256]> = std::sync::LazyLock::new(|| {
+    let mut table = ['\0'; 256];
+    let mut n = 0u32;
+    for b in 0..=255u32 {
+        let printable = (b'!' as u32..=b'~' as u32).contains(&b)
+            || (0xA1..=0xAC).contains(&b)
+            || (0xAE..=0xFF).contains(&b);
+        table[b as usize] = if printable {
+            char::from_u32(b).unwrap()
+        } else {
+            n += 1;
+            char::from_u32(255 + n).unwrap()
+        };
+    }
+    table
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn minilm() -> Tokenizer {
+        let json = std::fs::read_to_string("python/chunkforge/data/all-MiniLM-L6-v2.tokenizer.json").unwrap();
+        Tokenizer::from_json(&json).unwrap()
+    }
+
+    #[test]
+    fn fast_path_equals_hf() {
+        let tk = minilm();
+        assert!(tk.is_fast());
+        for text in ["Hello, World! Ünïcödé 中文 text\u{0}x [CLS] here", "naïve café\r\n\tdone", ""] {
+            let hf = tk.hf.encode(text, false).unwrap();
+            let doc = tk.with_cache(|c| tk.analyze(text, true, c)).unwrap();
+            let tm = doc.tokens.unwrap();
+            assert_eq!(tm.ids, hf.get_ids());
+            let hf_starts: Vec<u32> = hf.get_offsets().iter().map(|o| o.0 as u32).collect();
+            assert_eq!(tm.start, hf_starts);
+            assert_eq!(doc.cum.last().copied().unwrap() as usize, hf.len());
+        }
+    }
+
+    #[test]
+    fn byte_table_is_gpt2() {
+        assert_eq!(BYTE_CHARS[b' ' as usize], 'Ġ');
+        assert_eq!(BYTE_CHARS[b'\n' as usize], 'Ċ');
+        assert_eq!(BYTE_CHARS[b'a' as usize], 'a');
+    }
+}
