@@ -11,6 +11,9 @@ pub struct ChunkSpan {
 
 /// `[s, e)` without leading and trailing whitespace (possibly empty).
 pub fn trim(text: &str, s: usize, e: usize) -> (usize, usize) {
+    if s >= e {
+        return (s, s);
+    }
     let piece = &text[s..e];
     let left = piece.len() - piece.trim_start().len();
     let right = piece.trim_end().len();

@@ -247,7 +247,7 @@ fn with_overlap(sz: &mut Sizer, units: &[Unit], groups: &[(usize, usize)], max: 
             match overlap {
                 Overlap::Tokens(k) => {
                     while k > 0
-                        && first > prev.0
+                        && first > prev.0 + 1
                         && sz.exact(units[first - 1].s, prev_end) <= k
                         && sz.exact(units[first - 1].s, end) <= max
                     {
@@ -255,7 +255,7 @@ fn with_overlap(sz: &mut Sizer, units: &[Unit], groups: &[(usize, usize)], max: 
                     }
                 }
                 Overlap::Units(k) => {
-                    while first > prev.0 && a - (first - 1) <= k && sz.exact(units[first - 1].s, end) <= max {
+                    while first > prev.0 + 1 && a - (first - 1) <= k && sz.exact(units[first - 1].s, end) <= max {
                         first -= 1;
                     }
                 }
@@ -295,36 +295,56 @@ fn apply_floor(sz: &mut Sizer, units: &[Unit], groups: &mut Vec<(usize, usize)>,
     }
 }
 
-/// Fixed token windows: `max` tokens, stride `max - overlap`; a window whose
-/// text re-encodes above `max` (it starts mid-word) is shrunk, and the next one
-/// starts early enough that no token is skipped.
+/// Fixed token windows: `max` tokens, stride `max - overlap`, cut between
+/// tokens (at a character boundary) and trimmed of whitespace. A window whose
+/// text re-encodes above `max` (it starts mid-word) is shrunk; the next window
+/// starts early enough that no token is skipped, and its overlap with this one
+/// re-encodes to at most `overlap` tokens.
 fn token_windows(sz: &mut Sizer, max: usize, overlap: usize) -> Vec<ChunkSpan> {
     let tm = sz.doc.tokens.take().unwrap_or_default();
     let text = sz.text;
     let ntok = tm.start.len();
-    let stride = max - overlap;
-    let mut out = vec![];
-    let mut a = 0;
+    // the cut before token k
+    let cut = |k: usize| -> usize {
+        if k >= ntok {
+            text.len()
+        } else {
+            floor_char(text, tm.start[k] as usize)
+        }
+    };
+    let mut out: Vec<ChunkSpan> = vec![];
+    let (mut a, mut prev_b) = (0, 0);
     while a < ntok {
-        let start = floor_char(text, tm.start[a] as usize);
         let mut b = (a + max).min(ntok);
-        let (end, n) = loop {
-            let end = ceil_char(text, tm.end[b - 1] as usize).max(start);
-            let end = if b < ntok { end.min(floor_char(text, tm.start[b] as usize)).max(start) } else { end };
-            let end = if end == start { ceil_char(text, tm.end[b - 1] as usize) } else { end };
-            let n = sz.exact(start, end);
+        while b < ntok && cut(b) <= cut(a) {
+            b += 1; // tokens inside one character stay together
+        }
+        let (start, end, n) = loop {
+            let (s, e) = trim(text, cut(a), cut(b));
+            let n = sz.exact(s, e);
             if n <= max || b == a + 1 {
-                break (end, n);
+                break (s, e, n);
             }
             b = (b - (n - max).max(1)).max(a + 1);
         };
-        out.push(ChunkSpan { start, end, tokens: n });
-        if b >= ntok {
-            break;
+        if out.last().is_some_and(|last| end <= last.end) && a < prev_b {
+            a = prev_b; // the overlap left no room for anything new: restart without it
+            continue;
         }
-        let mut next = (a + stride).min(b.saturating_sub(overlap)).max(a + 1);
-        // never start inside the previous window's last char
-        while next < ntok && (floor_char(text, tm.start[next] as usize)) < start {
+        if start < end {
+            out.push(ChunkSpan { start, end, tokens: n });
+        }
+        prev_b = b;
+        let (rest_start, rest_end) = trim(text, cut(b), text.len());
+        if b >= ntok || rest_start >= rest_end {
+            break; // nothing but whitespace tokens left
+        }
+        let mut next = (a + max - overlap).min(b - overlap.min(b - a - 1)).max(a + 1);
+        let overlap_tokens = |sz: &mut Sizer, k: usize| {
+            let (s, e) = trim(text, cut(k).min(end), end);
+            sz.exact(s, e)
+        };
+        while next < b && (cut(next) <= start || overlap_tokens(sz, next) > overlap) {
             next += 1;
         }
         a = next;

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterable, Iterator, NamedTuple
 
@@ -42,13 +43,13 @@ class Doc(NamedTuple):
     nbytes: int
 
 
+@dataclass
 class Totals:
     """Running counts for the progress bar and the summary line."""
 
-    def __init__(self) -> None:
-        self.docs = 0
-        self.chunks = 0
-        self.nbytes = 0
+    docs: int = 0
+    chunks: int = 0
+    nbytes: int = 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,7 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="a text file, a folder (its .md/.txt/.rst files, recursively) or a .jsonl/.jsonl.gz file",
     )
     chunk.add_argument(
-        "--strategy", choices=("token", "recursive", "sentence"), default="recursive", help="how to cut (default recursive)"
+        "--strategy",
+        choices=("token", "recursive", "sentence"),
+        default="recursive",
+        help="how to cut (default recursive)",
     )
     chunk.add_argument("--max-tokens", type=int, default=512, metavar="N", help="token limit per chunk (default 512)")
     chunk.add_argument(
@@ -92,11 +96,6 @@ def make_chunker(strategy: str, tokenizer: str | None, max_tokens: int, overlap:
     if strategy == "sentence":
         return SentenceChunker(tokenizer, max_tokens=max_tokens, overlap_sentences=overlap)
     return RecursiveChunker(tokenizer, max_tokens=max_tokens, overlap=overlap)
-
-
-def is_jsonl(path: str) -> bool:
-    """Whether ``path`` names a JSONL input."""
-    return path.endswith(JSONL_SUFFIXES)
 
 
 def expand(paths: Iterable[str]) -> Iterator[str]:
@@ -163,7 +162,7 @@ def parse_record(path: str, lineno: int, line: bytes) -> Doc:
 def read_docs(paths: Iterable[str]) -> Iterator[Doc]:
     """All documents of all inputs, lazily, in order."""
     for path in expand(paths):
-        if is_jsonl(path):
+        if path.endswith(JSONL_SUFFIXES):
             yield from read_jsonl(path)
         else:
             yield read_text_file(path)
@@ -190,8 +189,8 @@ def write_batch(chunker: BaseChunker, batch: list[Doc], out: IO[str], threads: i
     index = [0] * len(batch)
     lines = []
     for d, s, e, n in zip(spans.doc.tolist(), spans.start.tolist(), spans.end.tolist(), spans.token_count.tolist()):
-        record = {"doc_id": batch[d].doc_id, "index": index[d], "start": s, "end": e, "token_count": n, "text": texts[d][s:e]}
-        lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+        record = {"doc_id": batch[d].doc_id, "index": index[d], "start": s, "end": e, "token_count": n}
+        lines.append(json.dumps({**record, "text": texts[d][s:e]}, ensure_ascii=False) + "\n")
         index[d] += 1
     out.write("".join(lines))
     return len(lines)
@@ -245,7 +244,7 @@ def run_chunk(args: argparse.Namespace) -> Totals:
             raise InputError(f"no such file or folder: {path}")
     totals = Totals()
     show = sys.stderr.isatty()
-    with open_output(args.out) as out, tqdm(unit="doc", file=sys.stderr, disable=not show, dynamic_ncols=True) as bar:
+    with open_output(args.out) as out, tqdm(unit=" docs", file=sys.stderr, disable=not show, dynamic_ncols=True) as bar:
         for batch in batched(read_docs(args.paths)):
             totals.chunks += write_batch(chunker, batch, out, args.threads)
             totals.docs += len(batch)
