@@ -1,6 +1,7 @@
 //! Python bindings of chunkforge's native core. Only binding code lives here:
 //! the concepts are in their own modules.
 
+mod encode;
 mod pretokenize;
 mod segment;
 mod sizer;
@@ -129,6 +130,41 @@ impl Tokenizer {
         })?;
         let counts: Result<Vec<i64>, String> = counts.into_iter().collect();
         Ok(counts.map_err(PyValueError::new_err)?.into_pyarray(py))
+    }
+
+    /// Model inputs for many texts: `(input_ids, attention_mask, offsets, full_lengths)`;
+    /// rows padded to the longest (at most `max_length`), special tokens added when
+    /// `add_special_tokens`; `offsets` is `(n, width, 2)` code point offsets (0 for
+    /// special and padding tokens) or None; `full_lengths` counts tokens before truncation.
+    #[pyo3(signature = (texts, max_length, add_special_tokens=true, return_offsets=false, threads=None))]
+    fn encode_padded<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+        max_length: usize,
+        add_special_tokens: bool,
+        return_offsets: bool,
+        threads: Option<usize>,
+    ) -> PyResult<(Bound<'py, PyArray2<i64>>, Bound<'py, PyArray2<i64>>, Option<Bound<'py, numpy::PyArray3<i64>>>, Bound<'py, PyArray1<i64>>)> {
+        let mut holder = vec![];
+        collect_texts(texts, &mut holder)?;
+        let strs = borrow_all(&holder)?;
+        let tk = &self.inner;
+        let rows = py.detach(|| parallel_map(&strs, threads, |t| encode::encode_one(tk, t, max_length, add_special_tokens)))?;
+        let rows: Vec<_> = rows.into_iter().collect::<Result<_, _>>().map_err(PyValueError::new_err)?;
+        let n = rows.len();
+        let p = py.detach(|| encode::pad(rows, tk.pad_id as i64, return_offsets));
+        let shape = (n, p.width);
+        let ids = numpy::ndarray::Array2::from_shape_vec(shape, p.input_ids).unwrap().into_pyarray(py);
+        let mask = numpy::ndarray::Array2::from_shape_vec(shape, p.attention_mask).unwrap().into_pyarray(py);
+        let offsets = p.offsets.map(|o| numpy::ndarray::Array3::from_shape_vec((n, p.width, 2), o).unwrap().into_pyarray(py));
+        Ok((ids, mask, offsets, p.full_lengths.into_pyarray(py)))
+    }
+
+    /// The special token ids put before and after one sequence (e.g. `([101], [102])`).
+    fn special_tokens(&self) -> (Vec<u32>, Vec<u32>) {
+        let (a, b) = self.inner.special_tokens();
+        (a.to_vec(), b.to_vec())
     }
 
     /// Token ids and `(n, 2)` code point offsets of `text`, without special tokens.

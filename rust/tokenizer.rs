@@ -90,6 +90,10 @@ pub struct Tokenizer {
     pub hf: tokenizers::Tokenizer,
     path: Path,
     caches: Mutex<Vec<WordCache>>,
+    /// Special tokens the post-processor puts before and after one sequence.
+    specials: (Vec<u32>, Vec<u32>),
+    /// The padding id (`[PAD]`, `<pad>`), else 0.
+    pub pad_id: u32,
 }
 
 impl Tokenizer {
@@ -100,7 +104,24 @@ impl Tokenizer {
         hf.with_truncation(None).map_err(|e| format!("{e}"))?;
         hf.with_padding(None);
         let path = Self::choose_path(&hf);
-        Ok(Tokenizer { hf, path, caches: Mutex::new(Vec::new()) })
+        let specials = Self::find_specials(&hf)?;
+        let pad_id = ["[PAD]", "<pad>", "<|pad|>"].iter().find_map(|t| hf.token_to_id(t)).unwrap_or(0);
+        Ok(Tokenizer { hf, path, caches: Mutex::new(Vec::new()), specials, pad_id })
+    }
+
+    /// Learns the single-sequence template (e.g. `[CLS] A [SEP]`) from HF's post-processor.
+    fn find_specials(hf: &tokenizers::Tokenizer) -> Result<(Vec<u32>, Vec<u32>), Error> {
+        let enc = hf.encode("a", true).map_err(|e| format!("{e}"))?;
+        let mask = enc.get_special_tokens_mask();
+        let ids = enc.get_ids();
+        let first = mask.iter().position(|&m| m == 0).unwrap_or(ids.len());
+        let last = mask.iter().rposition(|&m| m == 0).map_or(first, |p| p + 1);
+        Ok((ids[..first].to_vec(), ids[last..].to_vec()))
+    }
+
+    /// The special tokens added before and after a sequence.
+    pub fn special_tokens(&self) -> (&[u32], &[u32]) {
+        (&self.specials.0, &self.specials.1)
     }
 
     fn choose_path(hf: &tokenizers::Tokenizer) -> Path {

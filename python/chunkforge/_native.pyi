@@ -15,6 +15,17 @@ class Tokenizer:
     def count(self, text: str) -> int: ...
     def count_batch(self, texts: Iterable[str], threads: int | None = None) -> npt.NDArray[np.int64]: ...
     def encode_offsets(self, text: str) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]: ...
+    def encode_padded(
+        self,
+        texts: Iterable[str],
+        max_length: int,
+        add_special_tokens: bool = True,
+        return_offsets: bool = False,
+        threads: int | None = None,
+    ) -> tuple[
+        npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64] | None, npt.NDArray[np.int64]
+    ]: ...
+    def special_tokens(self) -> tuple[list[int], list[int]]: ...
 
 class Chunker:
     def __init__(
