@@ -16,7 +16,7 @@ class SentenceChunker(BaseChunker):
 
     >>> from chunkforge import SentenceChunker
     >>> text = "Dr. Smith arrived. He sat down. Then he left."
-    >>> [c.text for c in SentenceChunker(max_tokens=8).chunk(text)]
+    >>> [c.text for c in SentenceChunker(max_tokens=10).chunk(text)]
     ['Dr. Smith arrived. He sat down.', 'Then he left.']
     """
 
