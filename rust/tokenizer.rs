@@ -94,6 +94,67 @@ pub struct Tokenizer {
     specials: (Vec<u32>, Vec<u32>),
     /// The padding id (`[PAD]`, `<pad>`), else 0.
     pub pad_id: u32,
+    /// Our WordPiece, equal to HF's but without an allocation per candidate piece.
+    wordpiece: Option<FastWordPiece>,
+    /// How a word of printable ASCII normalizes on the BERT path: `Some(lowercase)`.
+    ascii_lowercase: Option<bool>,
+}
+
+/// Greedy longest-match-first WordPiece over HF's vocabulary (same result as
+/// `tokenizers::models::wordpiece::WordPiece::tokenize`).
+struct FastWordPiece {
+    vocab: FxHashMap<Box<str>, u32>,
+    /// Continuation pieces, keyed without their prefix (`##`).
+    continuation: FxHashMap<Box<str>, u32>,
+    longest: usize,
+    unk: u32,
+    max_chars: usize,
+}
+
+impl FastWordPiece {
+    fn new(model: &ModelWrapper) -> Option<Self> {
+        let ModelWrapper::WordPiece(wp) = model else { return None };
+        let vocab: FxHashMap<Box<str>, u32> = model.get_vocab().into_iter().map(|(k, v)| (k.into(), v)).collect();
+        let prefix = wp.continuing_subword_prefix.as_str();
+        let continuation = vocab
+            .iter()
+            .filter_map(|(k, &v)| k.strip_prefix(prefix).filter(|_| !prefix.is_empty()).map(|r| (r.into(), v)))
+            .collect();
+        let unk = *vocab.get(wp.unk_token.as_str())?;
+        let longest = vocab.keys().map(|k| k.len()).max().unwrap_or(0);
+        Some(FastWordPiece { vocab, continuation, longest, unk, max_chars: wp.max_input_chars_per_word })
+    }
+
+    /// Pushes `(id, start, end)` byte spans of `word`'s pieces.
+    fn tokenize(&self, word: &str, out: &mut Vec<(u32, usize, usize)>) {
+        let first = out.len();
+        if word.chars().count() > self.max_chars {
+            out.push((self.unk, 0, word.len()));
+            return;
+        }
+        let mut start = 0;
+        while start < word.len() {
+            let map = if start == 0 { &self.vocab } else { &self.continuation };
+            let mut end = crate::spans::floor_char(word, (start + self.longest).min(word.len()));
+            let mut found = None;
+            while end > start {
+                if let Some(&id) = map.get(&word[start..end]) {
+                    found = Some(id);
+                    break;
+                }
+                end = crate::spans::floor_char(word, end - 1);
+            }
+            match found {
+                Some(id) => out.push((id, start, end)),
+                None => {
+                    out.truncate(first);
+                    out.push((self.unk, 0, word.len()));
+                    return;
+                }
+            }
+            start = end;
+        }
+    }
 }
 
 impl Tokenizer {
@@ -106,7 +167,13 @@ impl Tokenizer {
         let path = Self::choose_path(&hf);
         let specials = Self::find_specials(&hf)?;
         let pad_id = ["[PAD]", "<pad>", "<|pad|>"].iter().find_map(|t| hf.token_to_id(t)).unwrap_or(0);
-        Ok(Tokenizer { hf, path, caches: Mutex::new(Vec::new()), specials, pad_id })
+        let wordpiece = FastWordPiece::new(hf.get_model());
+        let ascii_lowercase = match (&path, hf.get_normalizer()) {
+            (Path::Fast { byte_level: false, .. }, None) => Some(false),
+            (Path::Fast { byte_level: false, .. }, Some(NormalizerWrapper::BertNormalizer(n))) => Some(n.lowercase),
+            _ => None,
+        };
+        Ok(Tokenizer { hf, path, caches: Mutex::new(Vec::new()), specials, pad_id, wordpiece, ascii_lowercase })
     }
 
     /// Learns the single-sequence template (e.g. `[CLS] A [SEP]`) from HF's post-processor.
@@ -278,6 +345,19 @@ impl Tokenizer {
             return Ok(());
         }
         let Scheme::Bert { normalizer } = &pre.scheme else { unreachable!() };
+        if let Some(lowercase) = self.ascii_lowercase {
+            if word.bytes().all(|b| (0x21..0x7F).contains(&b)) {
+                // printable ASCII: the BERT normalizer only lowercases, offsets unchanged
+                let lowered;
+                let normalized = if lowercase {
+                    lowered = word.to_ascii_lowercase();
+                    lowered.as_str()
+                } else {
+                    word
+                };
+                return self.model_tokens(normalized, out, |a, b| a..b);
+            }
+        }
         let mut ns = NormalizedString::from(word);
         if let Some(n) = normalizer {
             n.normalize(&mut ns).map_err(|e| format!("{e}"))?;
@@ -289,11 +369,33 @@ impl Tokenizer {
             return Ok(());
         }
         let shift = normalized.len() - normalized.trim_start_matches(char::is_whitespace).len();
-        for t in model.tokenize(body).map_err(|e| format!("{e}"))? {
-            let r = ns
-                .convert_offsets(Range::Normalized(t.offsets.0 + shift..t.offsets.1 + shift))
-                .unwrap_or(0..word.len());
-            out.push(Tok { id: t.id, start: r.start as u32, end: r.end as u32 });
+        self.model_tokens(body, out, |a, b| {
+            ns.convert_offsets(Range::Normalized(a + shift..b + shift)).unwrap_or(0..word.len())
+        })
+    }
+
+    /// The model's tokens of a normalized word; `to_original` maps their byte
+    /// spans back to the word as written.
+    fn model_tokens(
+        &self,
+        normalized: &str,
+        out: &mut Vec<Tok>,
+        to_original: impl Fn(usize, usize) -> std::ops::Range<usize>,
+    ) -> Result<(), Error> {
+        let mut push = |id: u32, a: usize, b: usize| {
+            let r = to_original(a, b);
+            out.push(Tok { id, start: r.start as u32, end: r.end as u32 });
+        };
+        if let Some(wp) = &self.wordpiece {
+            let mut pieces = Vec::new();
+            wp.tokenize(normalized, &mut pieces);
+            for (id, a, b) in pieces {
+                push(id, a, b);
+            }
+        } else {
+            for t in self.hf.get_model().tokenize(normalized).map_err(|e| format!("{e}"))? {
+                push(t.id, t.offsets.0, t.offsets.1);
+            }
         }
         Ok(())
     }
