@@ -275,6 +275,73 @@ fn unzip3(it: impl Iterator<Item = (i64, i64, i64)>) -> (Vec<i64>, Vec<i64>, Vec
     (a, b, c)
 }
 
+/// Exact token counts of any span of one text, tokenized once: the sizing
+/// primitive for chunkers written in Python (code, hierarchy, packing).
+#[pyclass(frozen, module = "chunkforge._native")]
+struct SpanCounter {
+    tk: Arc<tokenizer::Tokenizer>,
+    text: String,
+    doc: tokenizer::DocTokens,
+    /// Byte offset of each char (None when the text is ASCII).
+    char_bytes: Option<Vec<u32>>,
+    chars: usize,
+}
+
+impl SpanCounter {
+    fn byte(&self, i: usize) -> usize {
+        self.char_bytes.as_ref().map_or(i, |b| b[i] as usize)
+    }
+
+    fn counts(&self, spans: &[(usize, usize)]) -> PyResult<Vec<usize>> {
+        for &(s, e) in spans {
+            if s > e || e > self.chars {
+                return Err(PyValueError::new_err(format!(
+                    "span ({s}, {e}) is not within the text (0..{})",
+                    self.chars
+                )));
+            }
+        }
+        Ok(self.tk.with_cache(|cache| {
+            let mut sz = sizer::Sizer::new(&self.tk, &self.text, &self.doc, cache);
+            spans.iter().map(|&(s, e)| sz.exact(self.byte(s), self.byte(e))).collect()
+        }))
+    }
+}
+
+#[pymethods]
+impl SpanCounter {
+    #[new]
+    fn new(py: Python<'_>, tokenizer: &Tokenizer, text: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let text = as_str(text, &|| "text".into())?.to_string();
+        let tk = tokenizer.inner.clone();
+        let doc = py.detach(|| tk.with_cache(|c| tk.analyze(&text, false, c))).map_err(PyValueError::new_err)?;
+        let char_bytes = (!text.is_ascii()).then(|| {
+            let mut v: Vec<u32> = text.char_indices().map(|(i, _)| i as u32).collect();
+            v.push(text.len() as u32);
+            v
+        });
+        let chars = char_bytes.as_ref().map_or(text.len(), |v| v.len() - 1);
+        Ok(SpanCounter { tk, text, doc, char_bytes, chars })
+    }
+
+    /// Tokens of `text[start:end]` encoded alone (str indices).
+    fn count(&self, start: usize, end: usize) -> PyResult<usize> {
+        Ok(self.counts(&[(start, end)])?[0])
+    }
+
+    /// Token counts of many spans at once.
+    fn count_many(&self, starts: Vec<usize>, ends: Vec<usize>) -> PyResult<Vec<usize>> {
+        if starts.len() != ends.len() {
+            return Err(PyValueError::new_err("starts and ends must have the same length"));
+        }
+        self.counts(&starts.into_iter().zip(ends).collect::<Vec<_>>())
+    }
+
+    fn __len__(&self) -> usize {
+        self.chars
+    }
+}
+
 /// Sentence spans `[(start, end), ...]` of `text` in code point offsets.
 #[pyfunction]
 fn split_sentences(py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Vec<(usize, usize)>> {
@@ -293,6 +360,7 @@ fn split_sentences(py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Vec<(usi
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Tokenizer>()?;
     m.add_class::<Chunker>()?;
+    m.add_class::<SpanCounter>()?;
     m.add_function(wrap_pyfunction!(split_sentences, m)?)?;
     Ok(())
 }

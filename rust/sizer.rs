@@ -10,15 +10,14 @@ use crate::tokenizer::{DocTokens, Tokenizer, WordCache};
 
 pub struct Sizer<'a> {
     pub text: &'a str,
-    pub doc: DocTokens,
+    pub doc: &'a DocTokens,
     pub tk: &'a Tokenizer,
     pub cache: &'a mut WordCache,
 }
 
 impl<'a> Sizer<'a> {
-    pub fn new(tk: &'a Tokenizer, text: &'a str, with_tokens: bool, cache: &'a mut WordCache) -> Result<Self, String> {
-        let doc = tk.analyze(text, with_tokens, cache)?;
-        Ok(Sizer { text, doc, tk, cache })
+    pub fn new(tk: &'a Tokenizer, text: &'a str, doc: &'a DocTokens, cache: &'a mut WordCache) -> Self {
+        Sizer { text, doc, tk, cache }
     }
 
     /// Tokens of `text[s..e]` encoded alone (an estimate on HF's general path).
@@ -29,17 +28,17 @@ impl<'a> Sizer<'a> {
         let ws = &self.doc.word_start;
         let i = ws.partition_point(|&x| (x as usize) < s);
         let j = ws.partition_point(|&x| (x as usize) < e);
-        let end_of = |k: usize, doc: &crate::tokenizer::DocTokens| doc.word_end[k] as usize;
+        let end_of = |k: usize, doc: &DocTokens| doc.word_end[k] as usize;
         let mut n = 0;
         if i > 0 && end_of(i - 1, &self.doc) > s {
-            let head_end = end_of(i - 1, &self.doc).min(e);
+            let head_end = end_of(i - 1, self.doc).min(e);
             n += self.recount(s, head_end);
             if head_end == e {
                 return n;
             }
         }
         let mut inner_end = j;
-        if inner_end > i && end_of(inner_end - 1, &self.doc) > e {
+        if inner_end > i && end_of(inner_end - 1, self.doc) > e {
             let tail_start = self.doc.word_start[inner_end - 1] as usize;
             n += self.recount(tail_start, e);
             inner_end -= 1;

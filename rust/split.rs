@@ -46,7 +46,8 @@ pub fn chunk(tk: &Tokenizer, text: &str, cfg: &Config) -> Result<Vec<ChunkSpan>,
     }
     tk.with_cache(|cache| {
         let with_tokens = matches!(cfg.strategy, Strategy::Token);
-        let mut sz = Sizer::new(tk, text, with_tokens, cache)?;
+        let doc = tk.analyze(text, with_tokens, cache)?;
+        let mut sz = Sizer::new(tk, text, &doc, cache);
         let max = cfg.max_tokens;
         let mut units = vec![];
         let mut groups = vec![];
@@ -301,7 +302,9 @@ fn apply_floor(sz: &mut Sizer, units: &[Unit], groups: &mut Vec<(usize, usize)>,
 /// starts early enough that no token is skipped, and its overlap with this one
 /// re-encodes to at most `overlap` tokens.
 fn token_windows(sz: &mut Sizer, max: usize, overlap: usize) -> Vec<ChunkSpan> {
-    let tm = sz.doc.tokens.take().unwrap_or_default();
+    let doc = sz.doc;
+    let empty = Default::default();
+    let tm = doc.tokens.as_ref().unwrap_or(&empty);
     let text = sz.text;
     let ntok = tm.start.len();
     // the cut before token k
@@ -349,6 +352,5 @@ fn token_windows(sz: &mut Sizer, max: usize, overlap: usize) -> Vec<ChunkSpan> {
         }
         a = next;
     }
-    sz.doc.tokens = Some(tm);
     out
 }

@@ -14,6 +14,13 @@ class Chunk:
     ``token_count`` is the number of tokens of ``chunk.text`` encoded alone
     (no special tokens); ``index`` is the chunk's position in its document.
 
+    Structure-aware chunkers also fill ``heading_path`` (the enclosing headings,
+    outermost first), ``kind`` (``text``, ``table``, ``code``, ``list``, ...) and
+    ``context`` (what the chunk's representation needs besides its own text: a
+    table's header row, a method's class signature); hierarchical chunkers fill
+    ``id`` (stable: derived from document id, span and level), ``parent_id``,
+    ``level`` (0 = the largest) and ``children`` (ids).
+
     >>> from chunkforge import RecursiveChunker
     >>> doc = "First paragraph.\\n\\nSecond one."
     >>> c = RecursiveChunker(max_tokens=4).chunk(doc)[1]
@@ -26,3 +33,10 @@ class Chunk:
     end: int
     token_count: int
     index: int
+    heading_path: tuple[str, ...] = ()
+    kind: str = "text"
+    context: str | None = None
+    id: str | None = None
+    parent_id: str | None = None
+    level: int | None = None
+    children: tuple[str, ...] = ()

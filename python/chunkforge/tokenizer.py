@@ -84,6 +84,16 @@ class Tokenizer:
         """Token counts of many texts (GIL released, parallel across texts)."""
         return self._native.count_batch(_as_list(texts), threads=threads)
 
+    def span_counter(self, text: str) -> _native.SpanCounter:
+        """Tokenizes ``text`` once; ``.count(start, end)`` then gives the exact
+        token count of any ``text[start:end]`` encoded alone, in O(log n).
+
+        >>> counter = Tokenizer.default().span_counter("Hello, world! Bye.")
+        >>> counter.count(0, 13), counter.count(14, 18)
+        (4, 2)
+        """
+        return _native.SpanCounter(self._native, text)
+
     def encode_offsets(self, text: str) -> Encoding:
         """Token ids and ``(start, end)`` character offsets of every token."""
         ids, offsets = self._native.encode_offsets(text)
