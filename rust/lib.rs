@@ -6,6 +6,7 @@ mod pretokenize;
 mod segment;
 mod sizer;
 mod spans;
+mod structure;
 mod split;
 mod tokenizer;
 
@@ -230,6 +231,7 @@ impl Chunker {
                 min_tokens,
             },
             "sentence" => Strategy::Sentence { overlap_sentences },
+            "markdown" | "rst" | "asciidoc" => Strategy::Structured { syntax: strategy.to_string(), min_tokens },
             other => return Err(PyValueError::new_err(format!("unknown strategy {other:?}"))),
         };
         Ok(Chunker { tk: tokenizer.inner.clone(), cfg: Config { strategy, max_tokens, overlap } })
@@ -242,6 +244,28 @@ impl Chunker {
             .map_err(PyValueError::new_err)?;
         let (s, e, n) = unzip3(spans.into_iter());
         Ok((s.into_pyarray(py), e.into_pyarray(py), n.into_pyarray(py)))
+    }
+
+    /// Chunks of structured documents (markdown, rst, asciidoc strategies): per
+    /// text, a `(n, 7)` array of rows `(start, end, token_count, section, kind,
+    /// context_start, context_end)` (context -1 when none) and the heading path
+    /// of each section.
+    #[pyo3(signature = (texts, threads=None))]
+    fn structured_batch<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<usize>) -> PyResult<Vec<(Bound<'py, PyArray2<i64>>, Vec<Vec<String>>)>> {
+        let mut holder = vec![];
+        collect_texts(texts, &mut holder)?;
+        let strs = borrow_all(&holder)?;
+        let per_doc = py.detach(|| parallel_map(&strs, threads, |t| structured_rows(&self.tk, &self.cfg, t)))?;
+        per_doc
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let (rows, sections) = r.map_err(|e| PyValueError::new_err(format!("texts[{i}]: {e}")))?;
+                let flat: Vec<i64> = rows.iter().flatten().copied().collect();
+                let arr = numpy::ndarray::Array2::from_shape_vec((rows.len(), 7), flat).unwrap().into_pyarray(py);
+                Ok((arr, sections))
+            })
+            .collect()
     }
 
     /// `(doc_index, starts, ends, token_counts)` of the chunks of every text, in input order.
@@ -263,6 +287,38 @@ impl Chunker {
         let (s, e, n) = unzip3(rows.into_iter());
         Ok((doc.into_pyarray(py), s.into_pyarray(py), e.into_pyarray(py), n.into_pyarray(py)))
     }
+}
+
+/// Columns of a structured document's chunks, and its sections' heading paths.
+type StructuredRows = (Vec<[i64; 7]>, Vec<Vec<String>>);
+
+fn structured_rows(tk: &tokenizer::Tokenizer, cfg: &Config, text: &str) -> Result<StructuredRows, String> {
+    let Strategy::Structured { syntax, min_tokens } = &cfg.strategy else {
+        return Err("this chunker has no document structure".into());
+    };
+    let outline = match syntax.as_str() {
+        "markdown" => structure::markdown(text),
+        other => structure::titled(text, other == "asciidoc"),
+    };
+    let spans = split::chunk_structured(tk, text, &outline, cfg.max_tokens, *min_tokens, cfg.overlap)?;
+    let mut offs: Vec<usize> = spans
+        .iter()
+        .flat_map(|c| {
+            let (cs, ce) = c.context.unwrap_or((0, 0));
+            [c.span.start, c.span.end, cs, ce]
+        })
+        .collect();
+    bytes_to_chars(text, &mut offs);
+    let rows = spans
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let o = &offs[4 * i..4 * i + 4];
+            let (cs, ce) = if c.context.is_some() { (o[2] as i64, o[3] as i64) } else { (-1, -1) };
+            [o[0] as i64, o[1] as i64, c.span.tokens as i64, c.section as i64, c.kind as i64, cs, ce]
+        })
+        .collect();
+    Ok((rows, outline.sections))
 }
 
 fn unzip3(it: impl Iterator<Item = (i64, i64, i64)>) -> (Vec<i64>, Vec<i64>, Vec<i64>) {

@@ -5,6 +5,7 @@
 use crate::segment::{sentences, split_level, Level};
 use crate::sizer::Sizer;
 use crate::spans::{ceil_char, floor_char, trim, ChunkSpan};
+use crate::structure::{Block, Kind, Outline};
 use crate::tokenizer::Tokenizer;
 
 #[derive(Clone, Debug)]
@@ -15,6 +16,8 @@ pub enum Strategy {
     Recursive { levels: Vec<Level>, min_tokens: usize },
     /// Sentences packed up to the limit, overlap in whole sentences.
     Sentence { overlap_sentences: usize },
+    /// Sections and blocks of a `markdown`, `rst` or `asciidoc` document.
+    Structured { syntax: String, min_tokens: usize },
 }
 
 #[derive(Clone, Debug)]
@@ -59,6 +62,7 @@ pub fn chunk(tk: &Tokenizer, text: &str, cfg: &Config) -> Result<Vec<ChunkSpan>,
                 apply_floor(&mut sz, &units, &mut groups, *min_tokens, max);
                 Overlap::Tokens(cfg.overlap)
             }
+            Strategy::Structured { .. } => return Err("use chunk_structured for structured documents".into()),
             Strategy::Sentence { overlap_sentences } => {
                 let mut sents = vec![];
                 sentences(text, s, e, &mut sents);
@@ -139,6 +143,11 @@ fn group_pieces(
 /// On HF's general path counts are estimates: re-encode each group and move
 /// trailing units to a group of their own until it fits.
 fn verify_groups(sz: &mut Sizer, units: &[Unit], groups: &mut Vec<(usize, usize)>, max: usize) {
+    verify_groups_with(sz, units, groups, max, &mut Vec::<()>::new());
+}
+
+/// [`verify_groups`], keeping `info` (one entry per group, if any) in step.
+fn verify_groups_with<T: Copy>(sz: &mut Sizer, units: &[Unit], groups: &mut Vec<(usize, usize)>, max: usize, info: &mut Vec<T>) {
     if sz.doc.exact_words {
         return;
     }
@@ -151,6 +160,9 @@ fn verify_groups(sz: &mut Sizer, units: &[Unit], groups: &mut Vec<(usize, usize)
         if b < groups[i].1 {
             groups.insert(i + 1, (b, groups[i].1));
             groups[i].1 = b;
+            if i < info.len() {
+                info.insert(i + 1, info[i]);
+            }
         }
         i += 1;
     }
@@ -238,11 +250,23 @@ fn char_units(sz: &mut Sizer, s: usize, e: usize, max: usize, out: &mut Vec<Unit
 /// The chunks of the groups, each extended backwards over trailing units of
 /// the previous group as far as the overlap (and `max`) allows.
 fn with_overlap(sz: &mut Sizer, units: &[Unit], groups: &[(usize, usize)], max: usize, overlap: Overlap) -> Vec<ChunkSpan> {
+    with_overlap_in(sz, units, groups, max, overlap, |_| 0)
+}
+
+/// [`with_overlap`], never across groups of different `region`s (sections).
+fn with_overlap_in(
+    sz: &mut Sizer,
+    units: &[Unit],
+    groups: &[(usize, usize)],
+    max: usize,
+    overlap: Overlap,
+    region: impl Fn(usize) -> usize,
+) -> Vec<ChunkSpan> {
     let mut out = Vec::with_capacity(groups.len());
     for (i, &(a, b)) in groups.iter().enumerate() {
         let end = units[b - 1].e;
         let mut first = a;
-        if i > 0 {
+        if i > 0 && region(i - 1) == region(i) {
             let prev = groups[i - 1];
             let prev_end = units[prev.1 - 1].e;
             match overlap {
@@ -353,4 +377,185 @@ fn token_windows(sz: &mut Sizer, max: usize, overlap: usize) -> Vec<ChunkSpan> {
         a = next;
     }
     out
+}
+
+/// A chunk of a structured document: its span, section, kind, and the span of
+/// the context its representation repeats (a table's header), if any.
+#[derive(Clone, Copy, Debug)]
+pub struct StructuredSpan {
+    pub span: ChunkSpan,
+    pub section: usize,
+    pub kind: Kind,
+    pub context: Option<(usize, usize)>,
+}
+
+/// What each group of a structured document is: section, kind, context.
+#[derive(Clone, Copy, Debug)]
+struct GroupInfo {
+    section: usize,
+    kind: Kind,
+    context: Option<(usize, usize)>,
+}
+
+/// Chunks a document along its outline: sections are hard boundaries; blocks
+/// of a section merge greedily; a block too long is split by its own
+/// structure (table rows with the header repeated as context, list items, code
+/// at blank lines then lines, prose by the default hierarchy); a heading left
+/// alone, and any group under `min_tokens`, merges into a neighbour of the same
+/// section when the union fits.
+pub fn chunk_structured(
+    tk: &Tokenizer,
+    text: &str,
+    outline: &Outline,
+    max: usize,
+    min_tokens: usize,
+    overlap: usize,
+) -> Result<Vec<StructuredSpan>, String> {
+    tk.with_cache(|cache| {
+        let doc = tk.analyze(text, false, cache)?;
+        let mut sz = Sizer::new(tk, text, &doc, cache);
+        let mut units: Vec<Unit> = vec![];
+        let mut groups: Vec<(usize, usize)> = vec![];
+        let mut info: Vec<GroupInfo> = vec![];
+        let mut open: Option<usize> = None;
+        for b in &outline.blocks {
+            let meta = GroupInfo { section: b.section, kind: b.kind, context: None };
+            // a list too long goes item by item, so that its first items can
+            // stay with the paragraph that introduces it
+            let pieces = if b.kind == Kind::List && b.parts.len() > 1 && sz.count(b.start, b.end) > max {
+                b.parts.clone()
+            } else {
+                vec![(b.start, b.end)]
+            };
+            for (a, e) in pieces {
+                if let Some(g) = open.filter(|&g| info[g].section == b.section && info[g].context.is_none()) {
+                    if sz.count(units[groups[g].0].s, e) <= max {
+                        units.push(Unit { s: a, e });
+                        groups[g].1 = units.len();
+                        if info[g].kind == Kind::Heading || e - a > units[groups[g].0].e - units[groups[g].0].s {
+                            info[g].kind = b.kind;
+                        }
+                        continue;
+                    }
+                }
+                if sz.count(a, e) <= max {
+                    units.push(Unit { s: a, e });
+                    groups.push((units.len() - 1, units.len()));
+                    info.push(meta);
+                    open = Some(groups.len() - 1);
+                } else {
+                    if (a, e) == (b.start, b.end) {
+                        split_block(&mut sz, b, max, &mut units, &mut groups, &mut info);
+                    } else {
+                        let item = Block { start: a, end: e, parts: vec![], header: None, ..*b };
+                        split_block(&mut sz, &item, max, &mut units, &mut groups, &mut info);
+                    }
+                    open = None;
+                }
+            }
+        }
+        verify_groups_with(&mut sz, &units, &mut groups, max, &mut info);
+        merge_small(&mut sz, &units, &mut groups, &mut info, &outline.sections, min_tokens, max);
+        let spans = with_overlap_in(&mut sz, &units, &groups, max, Overlap::Tokens(overlap), |i| info[i].section);
+        Ok(spans
+            .into_iter()
+            .zip(&info)
+            .map(|(span, g)| StructuredSpan { span, section: g.section, kind: g.kind, context: g.context })
+            .collect())
+    })
+}
+
+/// Splits one block too long for a chunk, by its own structure.
+fn split_block(
+    sz: &mut Sizer,
+    b: &Block,
+    max: usize,
+    units: &mut Vec<Unit>,
+    groups: &mut Vec<(usize, usize)>,
+    info: &mut Vec<GroupInfo>,
+) {
+    let meta = GroupInfo { section: b.section, kind: b.kind, context: None };
+    match b.kind {
+        Kind::Table if b.header.is_some() && !b.parts.is_empty() => {
+            let header = b.header.unwrap();
+            // room for the header in later pieces' representation, unless it would crowd out the rows
+            let reserve = Some(sz.count(header.0, header.1) + 1).filter(|&r| r <= max / 2).unwrap_or(0);
+            // the first piece holds the header itself; later ones repeat it as context
+            let mut pieces = vec![(header.0, b.parts[0].1)];
+            pieces.extend(b.parts[1..].iter().copied());
+            let row_levels = [Level::Word];
+            let mut open: Option<usize> = None;
+            for (k, &(a, e)) in pieces.iter().enumerate() {
+                let budget = if k == 0 { max } else { max.saturating_sub(reserve).max(1) };
+                if let Some(g) = open {
+                    let g_budget = if info[g].context.is_some() { max.saturating_sub(reserve).max(1) } else { max };
+                    if sz.count(units[groups[g].0].s, e) <= g_budget {
+                        units.push(Unit { s: a, e });
+                        groups[g].1 = units.len();
+                        continue;
+                    }
+                }
+                let before = groups.len();
+                split_group(sz, &row_levels, (a, e), 0, budget, units, groups);
+                for _ in before..groups.len() {
+                    info.push(GroupInfo { context: (k > 0).then_some(header), ..meta });
+                }
+                open = (groups.len() == before + 1).then_some(before);
+            }
+        }
+        Kind::Code => split_group(sz, &[Level::Paragraph, Level::Line, Level::Word], (b.start, b.end), 0, max, units, groups),
+        _ => split_group(sz, &Level::defaults(), (b.start, b.end), 0, max, units, groups),
+    }
+    while info.len() < groups.len() {
+        info.push(meta);
+    }
+}
+
+/// The floor of structured documents: a lone heading, or a group under
+/// `min_tokens`, merges into the next (else the previous) group of its section
+/// when the union fits; a heading whose section is empty merges into its first
+/// subsection.
+fn merge_small(
+    sz: &mut Sizer,
+    units: &[Unit],
+    groups: &mut Vec<(usize, usize)>,
+    info: &mut Vec<GroupInfo>,
+    sections: &[Vec<String>],
+    min_tokens: usize,
+    max: usize,
+) {
+    let span = |g: (usize, usize)| (units[g.0].s, units[g.1 - 1].e);
+    let mut i = 0;
+    while i < groups.len() {
+        let (s, e) = span(groups[i]);
+        let small = info[i].kind == Kind::Heading || (min_tokens > 0 && sz.exact(s, e) < min_tokens);
+        if !small {
+            i += 1;
+            continue;
+        }
+        let same = |j: usize, info: &[GroupInfo]| info[j].section == info[i].section && info[j].context.is_none();
+        let child = |j: usize, info: &[GroupInfo]| {
+            let (mine, theirs) = (&sections[info[i].section], &sections[info[j].section]);
+            info[i].kind == Kind::Heading && theirs.len() > mine.len() && theirs.starts_with(mine)
+        };
+        if i + 1 < groups.len()
+            && (same(i + 1, info) || child(i + 1, info))
+            && info[i + 1].context.is_none()
+            && sz.exact(s, span(groups[i + 1]).1) <= max
+        {
+            groups[i].1 = groups[i + 1].1;
+            groups.remove(i + 1);
+            let next = info.remove(i + 1);
+            info[i].kind = next.kind;
+            info[i].section = next.section;
+            continue;
+        }
+        if i > 0 && info[i].kind != Kind::Heading && same(i - 1, info) && sz.exact(span(groups[i - 1]).0, e) <= max {
+            groups[i - 1].1 = groups[i].1;
+            groups.remove(i);
+            info.remove(i);
+            continue;
+        }
+        i += 1;
+    }
 }
