@@ -133,8 +133,10 @@ def test_markdown_properties(text, max_tokens, min_tokens, overlap):
 
 
 def _titles(text: str) -> list[int]:
-    """Start offsets of reST/AsciiDoc underlined titles (a line, then a line of one repeated punctuation char)."""
-    return [m.start(1) for m in re.finditer(r"(?:^|\n\n)([^\s\n][^\n]*)\n([=\-~^\"'`#*+])\2{2,}\n", text)]
+    """Start offsets of reST/AsciiDoc underlined titles: after a blank line, a line
+    underlined by one punctuation character repeated about as long as the title."""
+    pattern = r"(?:^|\n\n)([^\s\n][^\n]*)\n(([=\-~^\"'`#*+])\3{2,})\n"
+    return [m.start(1) for m in re.finditer(pattern, text) if len(m.group(2)) + 2 >= len(m.group(1))]
 
 
 def crossing_share(chunks_per_doc, docs) -> float:
