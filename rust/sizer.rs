@@ -21,32 +21,45 @@ impl<'a> Sizer<'a> {
     }
 
     /// Tokens of `text[s..e]` encoded alone (an estimate on HF's general path).
+    ///
+    /// A word cut by the span's start is recounted together with the next
+    /// whole word (alone, GPT-2's `'` + `s` join into `'s`), and a word cut by
+    /// its end together with the previous one (a trailing whitespace run joins
+    /// the whitespace before it); everything between comes from the prefix sums.
     pub fn count(&mut self, s: usize, e: usize) -> usize {
         if s >= e {
             return 0;
         }
-        let ws = &self.doc.word_start;
-        let i = ws.partition_point(|&x| (x as usize) < s);
-        let j = ws.partition_point(|&x| (x as usize) < e);
-        let end_of = |k: usize, doc: &DocTokens| doc.word_end[k] as usize;
-        let mut n = 0;
-        if i > 0 && end_of(i - 1, &self.doc) > s {
-            let head_end = end_of(i - 1, self.doc).min(e);
-            n += self.recount(s, head_end);
-            if head_end == e {
-                return n;
+        let doc = self.doc;
+        let start_of = |k: usize| doc.word_start[k] as usize;
+        let end_of = |k: usize| doc.word_end[k] as usize;
+        // words [i, j) start inside the span
+        let mut i = doc.word_start.partition_point(|&x| (x as usize) < s);
+        let mut j = doc.word_start.partition_point(|&x| (x as usize) < e);
+        let mut head = s; // [s, head) is recounted
+        if i > 0 && end_of(i - 1) > s {
+            head = end_of(i - 1).min(e);
+            if i < j && end_of(i) <= e {
+                head = end_of(i);
+                i += 1;
             }
         }
-        let mut inner_end = j;
-        if inner_end > i && end_of(inner_end - 1, self.doc) > e {
-            let tail_start = self.doc.word_start[inner_end - 1] as usize;
-            n += self.recount(tail_start, e);
-            inner_end -= 1;
+        let mut tail = e; // [tail, e) is recounted
+        if j > i && end_of(j - 1) > e {
+            j -= 1;
+            tail = start_of(j);
+            if j > i {
+                j -= 1;
+                tail = start_of(j);
+            }
         }
-        if inner_end > i {
-            n += (self.doc.cum[inner_end] - self.doc.cum[i]) as usize;
+        if head >= tail {
+            return self.recount(s, e);
         }
-        n
+        let inner = if j > i { (doc.cum[j] - doc.cum[i]) as usize } else { 0 };
+        let head_count = if head > s { self.recount(s, head) } else { 0 };
+        let tail_count = if tail < e { self.recount(tail, e) } else { 0 };
+        head_count + inner + tail_count
     }
 
     /// Tokens of `text[s..e]` encoded alone, always exact.

@@ -182,64 +182,73 @@ fn token_starts(sz: &mut Sizer, s: usize, e: usize) -> Vec<usize> {
     }
 }
 
-/// The last resort: windows cut at token boundaries, shrunk until the window
-/// re-encoded alone fits (a window starting mid-word can count more tokens).
+/// The last resort: windows cut at token boundaries (on a character
+/// boundary), shrunk until the trimmed window re-encoded alone fits (a window
+/// starting mid-word can count more tokens); each window starts where the
+/// previous one ended.
 fn token_units(sz: &mut Sizer, s: usize, e: usize, max: usize, out: &mut Vec<Unit>) {
     let starts = token_starts(sz, s, e);
-    let cut = |sz: &Sizer, k: usize| -> usize {
+    let n = starts.len();
+    let text = sz.text;
+    let cut = |k: usize| -> usize {
         if k == 0 {
             s
-        } else if k >= starts.len() {
+        } else if k >= n {
             e
         } else {
-            floor_char(sz.text, starts[k]).max(s)
+            floor_char(text, starts[k]).max(s)
         }
     };
-    let mut a = 0;
-    while a < starts.len() {
-        let mut b = (a + max).min(starts.len());
-        let (ws, we) = loop {
-            let ws = cut(sz, a);
-            let mut we = cut(sz, b);
-            if we <= ws {
-                we = ceil_char(sz.text, ws + 1).min(e);
-            }
-            let n = sz.exact(ws, we);
-            if n <= max || b == a + 1 {
-                if n > max {
-                    char_units(sz, ws, we, max, out);
-                    break (ws, ws);
-                }
-                break (ws, we);
-            }
-            b = (b - (n - max).max(1)).max(a + 1);
-        };
-        let (ts, te) = trim(sz.text, ws, we);
-        if ts < te {
-            out.push(Unit { s: ts, e: te });
+    let (mut a, mut pos) = (0, s);
+    while a < n {
+        let ws = pos;
+        let mut b = (a + max).min(n);
+        while b < n && cut(b) <= ws {
+            b += 1; // tokens inside the character at `ws` stay together
         }
-        // the next window starts where this one ended
-        while b < starts.len() && cut(sz, b) < we {
-            b += 1;
+        loop {
+            let we = cut(b);
+            let (ts, te) = trim(text, ws, we);
+            let count = sz.exact(ts, te);
+            if count <= max {
+                if ts < te {
+                    out.push(Unit { s: ts, e: te });
+                }
+                pos = we;
+                break;
+            }
+            let shrunk = (b - (count - max).max(1)).max(a + 1);
+            if shrunk == b || cut(shrunk) <= ws {
+                char_units(sz, ws, we, max, out);
+                pos = we;
+                break;
+            }
+            b = shrunk;
         }
         a = b;
+        while a < n && cut(a) < pos {
+            a += 1;
+        }
     }
 }
 
-/// A single token that still re-encodes above `max` (e.g. `max_tokens=1` and a
-/// multi-byte character in byte-level BPE): cut between characters.
+/// Cuts `[s, e)` between characters into the longest pieces that fit; a single
+/// character that alone encodes above `max` (e.g. `max_tokens=1` and a
+/// multi-byte character in byte-level BPE) is a piece of its own.
 fn char_units(sz: &mut Sizer, s: usize, e: usize, max: usize, out: &mut Vec<Unit>) {
+    let text = sz.text;
     let mut a = s;
     while a < e {
-        let mut b = ceil_char(sz.text, a + 1);
+        let mut b = ceil_char(text, a + 1);
         while b < e {
-            let next = ceil_char(sz.text, b + 1);
-            if sz.exact(a, next) > max {
+            let next = ceil_char(text, b + 1);
+            let (ts, te) = trim(text, a, next);
+            if sz.exact(ts, te) > max {
                 break;
             }
             b = next;
         }
-        let (ts, te) = trim(sz.text, a, b);
+        let (ts, te) = trim(text, a, b);
         if ts < te {
             out.push(Unit { s: ts, e: te });
         }

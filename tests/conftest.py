@@ -1,12 +1,15 @@
 """Shared fixtures: the two real tokenizers (WordPiece and byte-level BPE) in
-chunkforge's and in HF ``tokenizers``' form, and the shipped corpus."""
+chunkforge's and in HF ``tokenizers``' form, the shipped corpus, and a private
+cache folder for the encoder's ONNX conversions."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import os
 from functools import cache
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import tokenizers
@@ -14,6 +17,8 @@ import tokenizers
 import chunkforge
 
 DATA = Path(__file__).parent / "data"
+# Unicode White_Space, what chunks are trimmed of (Python's isspace adds \x1c-\x1f)
+WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
 PACKAGE_DATA = Path(chunkforge.__file__).parent / "data"
 TOKENIZER_FILES = {
     "wordpiece": PACKAGE_DATA / "all-MiniLM-L6-v2.tokenizer.json",
@@ -47,3 +52,16 @@ def hf_count(kind: str, text: str) -> int:
 @pytest.fixture(params=sorted(TOKENIZER_FILES))
 def kind(request) -> str:
     return request.param
+
+
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A private ONNX conversion cache (``CHUNKFORGE_CACHE``) shared by the whole run."""
+    path = tmp_path_factory.mktemp("model-cache")
+    old = os.environ.get("CHUNKFORGE_CACHE")
+    os.environ["CHUNKFORGE_CACHE"] = str(path)
+    yield path
+    if old is None:
+        del os.environ["CHUNKFORGE_CACHE"]
+    else:
+        os.environ["CHUNKFORGE_CACHE"] = old

@@ -5,7 +5,7 @@ asked, full coverage; plus parameter errors and batch behaviour."""
 from __future__ import annotations
 
 import pytest
-from conftest import cf_tokenizer, corpus, hf_count
+from conftest import WHITE_SPACE, cf_tokenizer, corpus, hf_count
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,9 +23,6 @@ PIECES = [
 adversarial_text = st.lists(
     st.one_of(st.sampled_from(PIECES), st.text(max_size=12)), max_size=120
 ).map(lambda parts: " ".join(parts) if len(parts) % 3 else "".join(parts))
-
-# Unicode White_Space: what chunks are trimmed of (Python's isspace adds \x1c-\x1f)
-WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -205,3 +202,32 @@ def test_accepts_tokenizer_forms():
     assert RecursiveChunker(str(TOKENIZER_FILES["bpe"]), max_tokens=3).chunk(text) == expected
     assert RecursiveChunker(hf_tokenizer("bpe"), max_tokens=3).chunk(text) == expected
     assert RecursiveChunker(max_tokens=3)(text) == RecursiveChunker(chunkforge.Tokenizer.default(), max_tokens=3).chunk(text)
+
+
+@PROPERTY
+@given(text=adversarial_text, cuts=st.lists(st.integers(0, 10_000), min_size=2, max_size=12))
+def test_span_counts_equal_hf(text, cuts):
+    """The sizer behind every chunker: any span's count equals HF re-encoding it alone."""
+    cuts = sorted(c % (len(text) + 1) for c in cuts)
+    for kind in ("wordpiece", "bpe"):
+        counter = cf_tokenizer(kind).span_counter(text)
+        assert len(counter) == len(text)
+        for s, e in zip(cuts, cuts[1:]):
+            assert counter.count(s, e) == hf_count(kind, text[s:e]), (s, e)
+        assert counter.count_many(cuts[:-1], cuts[1:]) == [hf_count(kind, text[s:e]) for s, e in zip(cuts, cuts[1:])]
+
+
+def test_span_counter_regressions():
+    bpe = cf_tokenizer("bpe")
+    assert bpe.span_counter(" 's").count(1, 3) == 1  # a fragment joins the next word: GPT-2's 's
+    with pytest.raises(ValueError, match="not within the text"):
+        bpe.span_counter("abc").count(2, 9)
+
+
+def test_limit_holds_with_custom_separators_and_huge_characters():
+    bpe = cf_tokenizer("bpe")
+    text = "constructor(public width: number, public height: number) {}"
+    chunks = RecursiveChunker(bpe, max_tokens=5, separators=["\n\n", "\n"]).chunk(text)
+    check_chunks("bpe", text, chunks, 5, coverage=True)
+    # one character above the limit (4 byte tokens, limit 3) is a chunk of its own, once
+    assert [(c.start, c.end) for c in RecursiveChunker(bpe, max_tokens=3).chunk("📐 x")] == [(0, 1), (2, 3)]

@@ -13,8 +13,30 @@ from __future__ import annotations
 
 from . import _native
 from .chunk import Chunk
-from .chunkers import BaseChunker, BatchSpans, RecursiveChunker, SentenceChunker, Spans, TokenChunker
+from .chunkers import (
+    BaseChunker,
+    BatchSpans,
+    CodeChunker,
+    HierarchicalChunker,
+    MarkdownChunker,
+    RecursiveChunker,
+    SentenceChunker,
+    Spans,
+    TokenChunker,
+    language_for_path,
+)
 from .tokenizer import Encoding, Tokenizer
+
+_ENCODER_NAMES = ("Encoder", "TokenEmbeddings", "TruncationWarning")
+
+
+def __getattr__(name: str) -> object:
+    """Imports the encoder (and onnxruntime) on first use of ``chunkforge.Encoder``."""
+    if name in _ENCODER_NAMES:
+        from . import encoder
+
+        return getattr(encoder, name)
+    raise AttributeError(f"module 'chunkforge' has no attribute {name!r}")
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
@@ -34,12 +56,19 @@ __all__ = [
     "BaseChunker",
     "BatchSpans",
     "Chunk",
+    "CodeChunker",
+    "Encoder",
     "Encoding",
+    "HierarchicalChunker",
+    "MarkdownChunker",
     "RecursiveChunker",
     "SentenceChunker",
     "Spans",
+    "TokenEmbeddings",
     "TokenChunker",
     "Tokenizer",
+    "TruncationWarning",
+    "language_for_path",
     "split_sentences",
 ]
 __version__ = "0.1.0"

@@ -1,0 +1,118 @@
+"""A tree of chunks: big parents to return, small leaves to embed."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import Any, Callable, Sequence
+
+from ..chunk import Chunk
+from ..tokenizer import as_tokenizer
+from ._base import check_int
+from .recursive import RecursiveChunker
+
+
+def node_id(doc_id: str, start: int, end: int, level: int) -> str:
+    """The stable id of a tree node: a 16-hex-digit digest of document id, span and level.
+
+    >>> node_id("guide.md", 0, 120, 1)
+    '3e4ee5fb70e478c2'
+    """
+    key = f"{doc_id}\x00{start}\x00{end}\x00{level}".encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(key, digest_size=8).hexdigest()
+
+
+class HierarchicalChunker:
+    """Chunks a document into a tree: level 0 with the ``base`` chunker at
+    ``levels[0]`` tokens, then each chunk of level ``k`` again (its own text) at
+    ``levels[k + 1]``. Children lie inside their parent and tile it (no
+    overlap, every non-whitespace character covered); a parent that already fits
+    the next level gets one child with its span, so every leaf is at the last
+    level. Ids are :func:`node_id` digests of ``doc_id``, span and level.
+
+    ``base`` is a chunker class or a factory ``(tokenizer, max_tokens) -> chunker``
+    (default :class:`RecursiveChunker`); its chunks must not overlap.
+
+    >>> text = "One sentence here. Another one follows it.\\n\\nA second paragraph."
+    >>> tree = HierarchicalChunker(levels=(16, 6)).chunk(text, doc_id="notes.txt")
+    >>> [(c.level, c.index, c.text) for c in tree]  # doctest: +NORMALIZE_WHITESPACE
+    [(0, 0, 'One sentence here. Another one follows it.\\n\\nA second paragraph.'),
+     (1, 0, 'One sentence here.'), (1, 1, 'Another one follows it.'), (1, 2, 'A second paragraph.')]
+    >>> tree[1].parent_id == tree[0].id and tree[0].children == tuple(c.id for c in tree[1:])
+    True
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any = None,
+        levels: Sequence[int] = (2048, 512, 128),
+        base: Callable[..., Any] | None = None,
+    ) -> None:
+        self.tokenizer = as_tokenizer(tokenizer)
+        if isinstance(levels, (str, bytes)) or not isinstance(levels, Sequence) or not levels:
+            raise TypeError(f"levels must be a non-empty sequence of ints, not {levels!r}")
+        self.levels = tuple(check_int(f"levels[{i}]", n, 1) for i, n in enumerate(levels))
+        if any(a <= b for a, b in zip(self.levels, self.levels[1:])):
+            raise ValueError(f"levels must be strictly decreasing, got {self.levels}")
+        if base is not None and not callable(base):
+            raise TypeError(f"base must be a chunker class or a factory (tokenizer, max_tokens), not {base!r}")
+        self.base = base
+        factory = base or RecursiveChunker
+        self._chunkers = [
+            factory(self.tokenizer, max_tokens=n) if isinstance(factory, type) else factory(self.tokenizer, n)
+            for n in self.levels
+        ]
+        for chunker in self._chunkers:
+            if not callable(getattr(chunker, "chunk", None)):
+                raise TypeError(f"base must make chunkers (with a chunk method), got {chunker!r}")
+
+    def chunk(self, text: str, doc_id: str = "") -> list[Chunk]:
+        """All nodes of the tree, each parent before its children, in document
+        order; ``index`` is a node's position among the nodes of its level."""
+        if not isinstance(doc_id, str):
+            raise TypeError(f"doc_id must be a str, not {type(doc_id).__name__}")
+        nodes: list[Chunk] = []
+        counts = [0] * len(self.levels)
+
+        def visit(chunk: Chunk, level: int, parent_id: str | None) -> str:
+            id = node_id(doc_id, chunk.start, chunk.end, level)
+            index, counts[level] = counts[level], counts[level] + 1
+            at = len(nodes)
+            nodes.append(chunk)  # its place, filled once its children's ids are known
+            children = tuple(visit(c, level + 1, id) for c in self._children(chunk, level + 1))
+            nodes[at] = dataclasses.replace(
+                chunk, index=index, id=id, parent_id=parent_id, level=level, children=children
+            )
+            return id
+
+        for chunk in self._chunkers[0].chunk(text):
+            visit(chunk, 0, None)
+        return nodes
+
+    __call__ = chunk
+
+    def leaves(self, text: str, doc_id: str = "") -> list[Chunk]:
+        """The nodes of the last level (what gets embedded), in document order."""
+        return [c for c in self.chunk(text, doc_id) if c.level == len(self.levels) - 1]
+
+    def parents(self, text: str, doc_id: str = "") -> list[Chunk]:
+        """The nodes above the last level (what can be returned), parents first."""
+        return [c for c in self.chunk(text, doc_id) if c.level != len(self.levels) - 1]
+
+    def _children(self, parent: Chunk, level: int) -> list[Chunk]:
+        """The chunks of ``parent`` at ``level`` (none below the last level)."""
+        if level == len(self.levels):
+            return []
+        if parent.token_count <= self.levels[level]:
+            return [parent]
+        children = [
+            dataclasses.replace(c, start=parent.start + c.start, end=parent.start + c.end)
+            for c in self._chunkers[level].chunk(parent.text)
+        ]
+        for a, b in zip(children, children[1:]):
+            if b.start < a.end:
+                raise ValueError(f"base chunker {self._chunkers[level]!r} made overlapping chunks; use overlap=0")
+        return children
+
+    def __repr__(self) -> str:
+        return f"HierarchicalChunker(tokenizer={self.tokenizer!r}, levels={self.levels!r}, base={self.base!r})"
