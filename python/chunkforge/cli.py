@@ -36,14 +36,26 @@ from typing import IO, TYPE_CHECKING, NamedTuple, TypeVar
 import numpy as np
 from tqdm import tqdm
 
-from .chunkers import BaseChunker, RecursiveChunker, SentenceChunker, TokenChunker
+from .chunk import Chunk
+from .chunkers import (
+    CodeChunker,
+    HierarchicalChunker,
+    MarkdownChunker,
+    RecursiveChunker,
+    SentenceChunker,
+    TokenChunker,
+    language_for_path,
+    node_id,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from .encoder import Encoder
 
-FOLDER_SUFFIXES = (".md", ".txt", ".rst")
+FOLDER_SUFFIXES = (".md", ".txt", ".rst", ".adoc")
+CODE_SUFFIXES = (".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx", ".rs", ".go", ".java")
+STRATEGIES = ("token", "recursive", "sentence", "markdown", "code", "hierarchical")
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz")
 BATCH_DOCS = 256
 BATCH_BYTES = 8 << 20
@@ -88,7 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
         "chunk",
         help="chunk files, folders and JSONL into JSON lines",
         description="Chunk documents and write one JSON line per chunk: "
-        '{"doc_id", "index", "start", "end", "token_count", "text"}.',
+        '{"doc_id", "index", "start", "end", "token_count", "text", "heading_path", "kind", '
+        '"id", "parent_id", "level"} (or a Parquet file with those columns). "markdown" picks the '
+        "syntax from each name (.md Markdown, .rst reStructuredText, .txt/.adoc AsciiDoc titles), "
+        '"code" the language from the extension; "hierarchical" writes every node of the tree.',
     )
     chunk.add_argument(
         "paths",
@@ -98,9 +113,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     chunk.add_argument(
         "--strategy",
-        choices=("token", "recursive", "sentence"),
+        choices=STRATEGIES,
         default="recursive",
         help="how to cut (default recursive)",
+    )
+    chunk.add_argument(
+        "--levels",
+        default="2048,512,128",
+        metavar="N,N,...",
+        help="token limits of the tree's levels for --strategy hierarchical (default 2048,512,128)",
     )
     chunk.add_argument("--max-tokens", type=int, default=512, metavar="N", help="token limit per chunk (default 512)")
     chunk.add_argument(
@@ -111,7 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="tokens repeated between chunks; sentences for --strategy sentence (default 0)",
     )
     chunk.add_argument("--tokenizer", metavar="FILE", help="tokenizer.json to count with (default: all-MiniLM-L6-v2)")
-    chunk.add_argument("--out", metavar="FILE", help="output file, written atomically (default: stdout)")
+    chunk.add_argument(
+        "--out", metavar="FILE", help="output file, written atomically; .parquet for Parquet (default: stdout)"
+    )
     chunk.add_argument("--threads", type=int, metavar="N", help="worker threads (default: all cores)")
     chunk.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
     embed = commands.add_parser(
@@ -151,23 +174,101 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def make_chunker(strategy: str, tokenizer: str | None, max_tokens: int, overlap: int) -> BaseChunker:
-    """The chunker for ``strategy``; ``tokenizer`` is a file path or None for the default."""
-    if strategy == "token":
-        return TokenChunker(tokenizer, max_tokens=max_tokens, overlap=overlap)
-    if strategy == "sentence":
-        return SentenceChunker(tokenizer, max_tokens=max_tokens, overlap_sentences=overlap)
-    return RecursiveChunker(tokenizer, max_tokens=max_tokens, overlap=overlap)
+class ChunkerSet:
+    """The chunker for each document: one per strategy, and for ``markdown`` /
+    ``code`` one per syntax or language, picked from the document's name."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.strategy, self.tokenizer = args.strategy, args.tokenizer
+        self.max_tokens, self.overlap = args.max_tokens, args.overlap
+        self.levels = parse_levels(args.levels) if args.strategy == "hierarchical" else ()
+        self._cache: dict[str, object] = {}
+        self.key("x.py" if args.strategy == "code" else "x.md")  # bad parameters fail before any input is read
+
+    def key(self, name: str) -> str:
+        """Which chunker handles the document called ``name``."""
+        if self.strategy == "markdown":
+            key = "rst" if ".rst" in name else "markdown" if name.endswith((".md", ".markdown")) else "asciidoc"
+        elif self.strategy == "code":
+            language = language_for_path(name)
+            if language is None:
+                raise InputError(f"{name}: cannot tell its programming language from the extension")
+            key = language
+        else:
+            key = self.strategy
+        if key not in self._cache:
+            self._cache[key] = self._make(key)
+        return key
+
+    def _make(self, key: str) -> object:
+        tok, n, overlap = self.tokenizer, self.max_tokens, self.overlap
+        try:
+            if self.strategy == "token":
+                return TokenChunker(tok, max_tokens=n, overlap=overlap)
+            if self.strategy == "sentence":
+                return SentenceChunker(tok, max_tokens=n, overlap_sentences=overlap)
+            if self.strategy == "markdown":
+                return MarkdownChunker(tok, max_tokens=n, overlap=overlap, syntax=key)
+            if self.strategy == "code":
+                return CodeChunker(tok, language=key, max_tokens=n)
+            if self.strategy == "hierarchical":
+                return HierarchicalChunker(tok, levels=self.levels)
+            return RecursiveChunker(tok, max_tokens=n, overlap=overlap)
+        except (OSError, ValueError, TypeError, ImportError) as exc:
+            raise InputError(str(exc)) from exc
+
+    def chunks(self, batch: list[Doc], threads: int | None) -> list[list[Chunk]]:
+        """The chunks of every document of the batch, in order."""
+        if self.strategy == "hierarchical":
+            tree = self._cache[self.key("")]
+            return [tree.chunk(doc.text, doc_id=str(doc.doc_id)) for doc in batch]  # type: ignore[attr-defined]
+        out: list[list[Chunk]] = [[] for _ in batch]
+        groups: dict[str, list[int]] = {}
+        for i, doc in enumerate(batch):
+            groups.setdefault(self.key(str(doc.doc_id)), []).append(i)
+        for key, members in groups.items():
+            chunker = self._cache[key]
+            done = chunker.chunk_batch([batch[i].text for i in members], threads=threads)  # type: ignore[attr-defined]
+            for i, chunks in zip(members, done):
+                out[i] = chunks
+        return out
 
 
-def expand(paths: Iterable[str]) -> Iterator[str]:
-    """Input files: files as given, folders expanded to their text files in sorted order."""
+def parse_levels(spec: str) -> tuple[int, ...]:
+    """``"2048,512,128"`` as a tuple of ints."""
+    try:
+        return tuple(int(x) for x in spec.split(","))
+    except ValueError as exc:
+        raise InputError(f"--levels must be comma-separated integers, got {spec!r}") from exc
+
+
+def chunk_record(doc: Doc, c: Chunk) -> dict:
+    """The output record of one chunk; plain chunks get the stable id of a level-0 node."""
+    level = 0 if c.level is None else c.level
+    return {
+        "doc_id": doc.doc_id,
+        "index": c.index,
+        "start": c.start,
+        "end": c.end,
+        "token_count": c.token_count,
+        "text": c.text,
+        "heading_path": list(c.heading_path),
+        "kind": c.kind,
+        "id": c.id or node_id(str(doc.doc_id), c.start, c.end, level),
+        "parent_id": c.parent_id,
+        "level": level,
+    }
+
+
+def expand(paths: Iterable[str], suffixes: tuple[str, ...] = FOLDER_SUFFIXES) -> Iterator[str]:
+    """Input files: files as given, folders expanded to their files ending in one
+    of ``suffixes``, in sorted order."""
     for path in paths:
         if not os.path.isdir(path):
             yield path
             continue
         root = Path(path)
-        found = sorted(p.relative_to(root) for p in root.rglob("*") if p.name.endswith(FOLDER_SUFFIXES) and p.is_file())
+        found = sorted(p.relative_to(root) for p in root.rglob("*") if p.name.endswith(suffixes) and p.is_file())
         yield from (os.path.join(path, rel) for rel in found)
 
 
@@ -246,9 +347,9 @@ def record_text(where: str, record: dict) -> str:
     return text
 
 
-def read_docs(paths: Iterable[str]) -> Iterator[Doc]:
+def read_docs(paths: Iterable[str], suffixes: tuple[str, ...] = FOLDER_SUFFIXES) -> Iterator[Doc]:
     """All documents of all inputs, lazily, in order."""
-    for path in expand(paths):
+    for path in expand(paths, suffixes):
         if path.endswith(JSONL_SUFFIXES):
             yield from read_jsonl(path, parse_record)
         else:
@@ -269,18 +370,65 @@ def batched(docs: Iterable[Doc], max_docs: int = BATCH_DOCS, max_bytes: int = BA
         yield batch
 
 
-def write_batch(chunker: BaseChunker, batch: list[Doc], out: IO[str], threads: int | None) -> int:
-    """Chunks one batch and writes its chunks as JSON lines; returns the chunk count."""
-    texts = [doc.text for doc in batch]
-    spans = chunker.spans_batch(texts, threads=threads)
-    index = [0] * len(batch)
-    lines = []
-    for d, s, e, n in zip(spans.doc.tolist(), spans.start.tolist(), spans.end.tolist(), spans.token_count.tolist()):
-        record = {"doc_id": batch[d].doc_id, "index": index[d], "start": s, "end": e, "token_count": n}
-        lines.append(json.dumps({**record, "text": texts[d][s:e]}, ensure_ascii=False) + "\n")
-        index[d] += 1
-    out.write("".join(lines))
-    return len(lines)
+class ChunkWriter:
+    """Writes chunk records as JSON lines, or as Parquet row groups when the
+    output is named ``.parquet``."""
+
+    def __init__(self, out: IO[str] | None, parquet: Path | None) -> None:
+        self.out, self.parquet, self._writer = out, parquet, None
+
+    def write(self, records: list[dict]) -> None:
+        if self.parquet is None:
+            assert self.out is not None
+            self.out.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pylist([{**r, "doc_id": str(r["doc_id"])} for r in records], schema=chunk_schema())
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.parquet, table.schema)
+        self._writer.write_table(table)
+
+    def close(self) -> None:
+        if self.parquet is None:
+            return
+        import pyarrow.parquet as pq
+
+        if self._writer is None:  # no chunk at all: still a valid, empty file
+            pq.write_table(chunk_schema().empty_table(), self.parquet)
+        else:
+            self._writer.close()
+
+
+def chunk_schema() -> pa.Schema:
+    """The Parquet schema of chunk records."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("doc_id", pa.string()), ("index", pa.int64()), ("start", pa.int64()), ("end", pa.int64()),
+            ("token_count", pa.int64()), ("text", pa.string()), ("heading_path", pa.list_(pa.string())),
+            ("kind", pa.string()), ("id", pa.string()), ("parent_id", pa.string()), ("level", pa.int64()),
+        ]
+    )
+
+
+@contextlib.contextmanager
+def open_chunk_writer(path: str | None) -> Iterator[ChunkWriter]:
+    """A writer to stdout, or to ``path`` atomically (Parquet when named ``.parquet``)."""
+    if path is not None and path.endswith(".parquet"):
+        if importlib.util.find_spec("pyarrow") is None:
+            raise InputError('--out FILE.parquet needs pyarrow: pip install "chunkforge[parquet]"')
+        with atomic_file(Path(path)) as tmp:
+            writer = ChunkWriter(None, tmp)
+            try:
+                yield writer
+            finally:
+                writer.close()
+        return
+    with open_output(path) as out:
+        yield ChunkWriter(out, None)
 
 
 @contextlib.contextmanager
@@ -329,18 +477,22 @@ def run_chunk(args: argparse.Namespace) -> str:
     """The ``chunk`` command; returns the summary line, raises InputError on bad input or arguments."""
     if args.threads is not None and args.threads < 1:
         raise InputError(f"--threads must be >= 1, got {args.threads}")
-    try:
-        chunker = make_chunker(args.strategy, args.tokenizer, args.max_tokens, args.overlap)
-    except (OSError, ValueError, TypeError) as exc:
-        raise InputError(str(exc)) from exc
+    chunkers = ChunkerSet(args)
     for path in args.paths:
         if not os.path.exists(path):
             raise InputError(f"no such file or folder: {path}")
+    suffixes = CODE_SUFFIXES if args.strategy == "code" else FOLDER_SUFFIXES
     totals = Totals()
     show = sys.stderr.isatty()
-    with open_output(args.out) as out, tqdm(unit=" docs", file=sys.stderr, disable=not show, dynamic_ncols=True) as bar:
-        for batch in batched(read_docs(args.paths)):
-            totals.chunks += write_batch(chunker, batch, out, args.threads)
+    with open_chunk_writer(args.out) as writer, tqdm(
+        unit=" docs", file=sys.stderr, disable=not show, dynamic_ncols=True
+    ) as bar:
+        for batch in batched(read_docs(args.paths, suffixes)):
+            records = [
+                chunk_record(doc, c) for doc, chunks in zip(batch, chunkers.chunks(batch, args.threads)) for c in chunks
+            ]
+            writer.write(records)
+            totals.chunks += len(records)
             totals.docs += len(batch)
             totals.nbytes += sum(doc.nbytes for doc in batch)
             bar.set_postfix_str(f"{totals.nbytes / 1e6:.1f} MB, {totals.chunks} chunks", refresh=False)
