@@ -17,6 +17,9 @@ MODULES = [
     "chunkforge.chunkers.token",
     "chunkforge.chunkers.recursive",
     "chunkforge.chunkers.sentence",
+    "chunkforge.chunkers.markdown",
+    "chunkforge.chunkers.code",
+    "chunkforge.chunkers.hierarchy",
 ]
 
 
