@@ -47,3 +47,21 @@ def test_golden(kind, name):
         path.write_text(json.dumps(got, indent=0) + "\n")
     assert len(got) == 3
     assert got == json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("max_tokens", [64, 256])
+def test_golden_markdown(max_tokens):
+    """Snapshots of MarkdownChunker on real READMEs (tables, code fences, nested headings)."""
+    from chunkforge import MarkdownChunker
+
+    chunker = MarkdownChunker(cf_tokenizer("wordpiece"), max_tokens=max_tokens)
+    got = {}
+    for path in sorted((DATA / "markdown").glob("*-README.md")):
+        text = path.read_text()
+        chunks = chunker.chunk(text)
+        assert all(text[c.start : c.end] == c.text and c.token_count <= max_tokens for c in chunks)
+        got[path.name] = [[c.start, c.end, c.token_count, c.kind, list(c.heading_path), c.context] for c in chunks]
+    path = GOLDEN / f"markdown-{max_tokens}.json"
+    if os.environ.get("CHUNKFORGE_UPDATE_GOLDEN") == "1":
+        path.write_text(json.dumps(got, indent=0, ensure_ascii=False) + "\n")
+    assert got == json.loads(path.read_text())
