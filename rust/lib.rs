@@ -2,6 +2,9 @@
 //! the concepts are in their own modules.
 
 mod encode;
+mod expand;
+mod metrics;
+mod late;
 mod pretokenize;
 mod segment;
 mod sizer;
@@ -412,11 +415,229 @@ fn split_sentences(py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Vec<(usi
     Ok(offs.chunks(2).map(|p| (p[0], p[1])).collect())
 }
 
+/// Macro windows for late chunking over `n` tokens: `(starts, owner)`, the first
+/// token of each window of `window` tokens (neighbours share at least `overlap`)
+/// and, per token, the window its vector is taken from.
+#[pyfunction]
+fn late_windows<'py>(py: Python<'py>, n: usize, window: usize, overlap: usize) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
+    if window <= overlap {
+        return Err(PyValueError::new_err(format!("window_overlap ({overlap}) must be smaller than the window ({window} tokens)")));
+    }
+    let starts = late::window_starts(n, window, overlap);
+    let owner: Vec<i64> = late::owners(n, window, &starts).into_iter().map(i64::from).collect();
+    let starts: Vec<i64> = starts.into_iter().map(|s| s as i64).collect();
+    Ok((starts.into_pyarray(py), owner.into_pyarray(py)))
+}
+
+/// Late-chunked span vectors, float32 `(k, dim)`: per span `(start, end)` the mean of
+/// the `(t, dim)` token `vectors` whose `(t, 2)` char `offsets` lie inside it (tokens
+/// overlapping it when none does), L2-normalized when `normalize`.
+#[pyfunction]
+fn late_pool<'py>(
+    py: Python<'py>,
+    vectors: numpy::PyReadonlyArray2<'py, f32>,
+    offsets: numpy::PyReadonlyArray2<'py, i64>,
+    spans: numpy::PyReadonlyArray2<'py, i64>,
+    normalize: bool,
+) -> PyResult<Bound<'py, PyArray2<f32>>> {
+    use numpy::PyUntypedArrayMethods;
+    let (t, dim) = (vectors.shape()[0], vectors.shape()[1]);
+    if offsets.shape() != [t, 2] || spans.shape()[1] != 2 {
+        return Err(PyValueError::new_err("offsets must be (t, 2) for (t, dim) vectors and spans (k, 2)"));
+    }
+    let (vec, offs, sp) = (vectors.as_slice()?, offsets.as_slice()?, spans.as_slice()?);
+    let starts: Vec<i64> = offs.iter().step_by(2).copied().collect();
+    let ends: Vec<i64> = offs.iter().skip(1).step_by(2).copied().collect();
+    let ranges = sp
+        .chunks_exact(2)
+        .enumerate()
+        .map(|(i, p)| {
+            late::span_tokens(&starts, &ends, p[0], p[1])
+                .ok_or_else(|| PyValueError::new_err(format!("spans[{i}] = ({}, {}) holds no token", p[0], p[1])))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let out = py.detach(|| late::mean_pool(vec, dim, &ranges, normalize));
+    Ok(numpy::ndarray::Array2::from_shape_vec((ranges.len(), dim), out).unwrap().into_pyarray(py))
+}
+
+type SpanArgs<'py> = (
+    numpy::PyReadonlyArray1<'py, i64>,
+    numpy::PyReadonlyArray1<'py, i64>,
+    numpy::PyReadonlyArray1<'py, i64>,
+    numpy::PyReadonlyArray1<'py, i64>,
+);
+
+fn span_columns<'a>(cols: &'a SpanArgs<'_>, what: &str) -> PyResult<metrics::SpanColumns<'a>> {
+    let slice = |a: &'a numpy::PyReadonlyArray1<'_, i64>| {
+        a.as_slice().map_err(|_| PyValueError::new_err(format!("{what} arrays must be contiguous")))
+    };
+    Ok(metrics::SpanColumns { query: slice(&cols.0)?, doc: slice(&cols.1)?, start: slice(&cols.2)?, end: slice(&cols.3)? })
+}
+
+/// Evidence against retrieved spans, for `queries` queries: each argument is
+/// `(query, doc, start, end)` int64 columns; `token_ends` (per document, the
+/// sorted end offsets of its tokens) sizes spans in tokens, None in characters.
+/// Returns `(intersection, evidence, retrieved)` per query, then
+/// `(evidence_size, evidence_covered)` per evidence span and
+/// `(retrieved_size, retrieved_relevant)` per retrieved span.
+#[pyfunction]
+#[pyo3(signature = (queries, evidence, retrieved, token_ends=None))]
+fn span_overlaps<'py>(
+    py: Python<'py>,
+    queries: usize,
+    evidence: SpanArgs<'py>,
+    retrieved: SpanArgs<'py>,
+    token_ends: Option<Vec<numpy::PyReadonlyArray1<'py, i64>>>,
+) -> PyResult<Vec<Bound<'py, PyArray1<i64>>>> {
+    let ev = span_columns(&evidence, "evidence")?;
+    let ret = span_columns(&retrieved, "retrieved")?;
+    let measure = match &token_ends {
+        None => metrics::Measure::Chars,
+        Some(arrays) => metrics::Measure::Tokens(
+            arrays
+                .iter()
+                .map(|a| a.as_slice().map_err(|_| PyValueError::new_err("token_ends arrays must be contiguous")))
+                .collect::<PyResult<_>>()?,
+        ),
+    };
+    let o = py.detach(|| metrics::overlaps(queries, &ev, &ret, &measure)).map_err(PyValueError::new_err)?;
+    let cols = [o.intersection, o.evidence, o.retrieved, o.evidence_size, o.evidence_covered, o.retrieved_size, o.retrieved_relevant];
+    Ok(cols.into_iter().map(|c| c.into_pyarray(py)).collect())
+}
+
+/// The expansion side of an index: documents (text, sentences, tree) and the
+/// map from leaf labels to leaves; `expand` turns hits into a payload.
+#[pyclass(module = "chunkforge._native")]
+struct Expander {
+    tk: Arc<tokenizer::Tokenizer>,
+    store: expand::Store,
+}
+
+/// Rows of an int64 array as u32 tuples of width `W`; errors name `what`.
+fn rows<const W: usize>(a: &numpy::PyReadonlyArray2<'_, i64>, what: &str) -> PyResult<Vec<[u32; W]>> {
+    let a = a.as_array();
+    if a.ncols() != W {
+        return Err(PyValueError::new_err(format!("{what} must have {W} columns, not {}", a.ncols())));
+    }
+    a.rows()
+        .into_iter()
+        .map(|r| {
+            let mut out = [0u32; W];
+            for (o, &x) in out.iter_mut().zip(r.iter()) {
+                *o = if x == -1 { u32::MAX } else { u32::try_from(x).map_err(|_| PyValueError::new_err(format!("{what}: {x} is out of range")))? };
+            }
+            Ok(out)
+        })
+        .collect()
+}
+
+#[pymethods]
+impl Expander {
+    #[new]
+    fn new(tokenizer: &Tokenizer) -> Self {
+        Expander { tk: tokenizer.inner.clone(), store: expand::Store::default() }
+    }
+
+    /// Adds documents (tokenized in parallel); per document: its text, sentences
+    /// `(n, 3)` `(start, end, section)`, nodes `(m, 4)` `(start, end, parent or -1,
+    /// section)` parents first, leaf node indices, and the leaves' labels.
+    /// Returns the documents' slots.
+    fn add_docs(
+        &mut self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        sentences: Vec<numpy::PyReadonlyArray2<'_, i64>>,
+        nodes: Vec<numpy::PyReadonlyArray2<'_, i64>>,
+        leaves: Vec<Vec<u32>>,
+        labels: Vec<Vec<u64>>,
+    ) -> PyResult<Vec<usize>> {
+        let n = texts.len();
+        if [sentences.len(), nodes.len(), leaves.len(), labels.len()].iter().any(|&m| m != n) {
+            return Err(PyValueError::new_err("texts, sentences, nodes, leaves and labels must have the same length"));
+        }
+        let mut inputs = Vec::with_capacity(n);
+        for i in 0..n {
+            let sents = rows::<3>(&sentences[i], &format!("sentences[{i}]"))?;
+            let tree = rows::<4>(&nodes[i], &format!("nodes[{i}]"))?;
+            inputs.push((sents, tree, leaves[i].clone()));
+        }
+        let tk = &self.tk;
+        let docs: Vec<Result<expand::Doc, String>> = py.detach(|| {
+            inputs
+                .into_par_iter()
+                .zip(texts.par_iter())
+                .map(|((sents, tree, leaves), text)| {
+                    expand::Doc::new(tk, expand::DocInput {
+                        text,
+                        sentences: sents.into_iter().map(|r| (r[0], r[1], r[2])).collect(),
+                        nodes: tree.into_iter().map(|r| (r[0], r[1], r[2], r[3])).collect(),
+                        leaves,
+                    })
+                })
+                .collect()
+        });
+        let docs: Vec<expand::Doc> = docs
+            .into_iter()
+            .enumerate()
+            .map(|(i, d)| d.map_err(|e| PyValueError::new_err(format!("document {i}: {e}"))))
+            .collect::<PyResult<_>>()?;
+        docs.into_iter()
+            .zip(&labels)
+            .enumerate()
+            .map(|(i, (d, l))| self.store.add(d, l).map_err(|e| PyValueError::new_err(format!("document {i}: {e}"))))
+            .collect()
+    }
+
+    /// Removes the document in `slot`; its labels become free.
+    fn remove(&mut self, slot: usize) -> PyResult<()> {
+        self.store.remove(slot).map_err(PyValueError::new_err)
+    }
+
+    /// Expands `(label, score)` hits: returns passages `(slot, start, end,
+    /// token_count, score, section, hit indices)` and the dropped hit indices.
+    #[pyo3(signature = (hits, window=None, parent=false, auto_merge=None, budget=None, order="score", pack="skip", trim=false))]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn expand(
+        &self,
+        hits: Vec<(u64, f64)>,
+        window: Option<u32>,
+        parent: bool,
+        auto_merge: Option<f64>,
+        budget: Option<usize>,
+        order: &str,
+        pack: &str,
+        trim: bool,
+    ) -> PyResult<(Vec<(u32, u32, u32, u32, f64, u32, Vec<u32>)>, Vec<u32>)> {
+        let by_document = match order {
+            "score" => false,
+            "document" => true,
+            _ => return Err(PyValueError::new_err(format!("order must be 'score' or 'document', not {order:?}"))),
+        };
+        let stop = match pack {
+            "skip" => false,
+            "stop" => true,
+            _ => return Err(PyValueError::new_err(format!("pack must be 'skip' or 'stop', not {pack:?}"))),
+        };
+        let params = expand::Params { window, parent, auto_merge, budget, by_document, stop, trim };
+        let payload = self.store.expand(&self.tk, &hits, &params).map_err(PyValueError::new_err)?;
+        let passages = payload
+            .passages
+            .into_iter()
+            .map(|p| (p.doc, p.start, p.end, p.tokens, p.score, p.section, p.hits))
+            .collect();
+        Ok((passages, payload.dropped))
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Tokenizer>()?;
     m.add_class::<Chunker>()?;
     m.add_class::<SpanCounter>()?;
+    m.add_class::<Expander>()?;
     m.add_function(wrap_pyfunction!(split_sentences, m)?)?;
+    m.add_function(wrap_pyfunction!(span_overlaps, m)?)?;
+    m.add_function(wrap_pyfunction!(late_windows, m)?)?;
+    m.add_function(wrap_pyfunction!(late_pool, m)?)?;
     Ok(())
 }

@@ -22,13 +22,20 @@ impl<'a> Sizer<'a> {
 
     /// Tokens of `text[s..e]` encoded alone (an estimate on HF's general path).
     ///
-    /// A word cut by the span's start is recounted together with the next
+    /// Trailing whitespace of a byte-level BPE span is counted on its own. A
+    /// word cut by the span's start is recounted together with the next
     /// whole word (alone, GPT-2's `'` + `s` join into `'s`), and a word cut by
     /// its end together with the previous one (a trailing whitespace run joins
     /// the whitespace before it); everything between comes from the prefix sums.
     pub fn count(&mut self, s: usize, e: usize) -> usize {
         if s >= e {
             return 0;
+        }
+        if self.tk.tokenizes_whitespace() && self.text[..e].ends_with(char::is_whitespace) {
+            // GPT-2 splits a whitespace run by what follows it: at the end of a
+            // text it is one word, so the span's trailing run is counted alone
+            let t = s + self.text[s..e].trim_end().len();
+            return if t == s { self.recount(s, e) } else { self.count(s, t) + self.recount(t, e) };
         }
         let doc = self.doc;
         let start_of = |k: usize| doc.word_start[k] as usize;

@@ -79,6 +79,77 @@ impl DocTokens {
     }
 }
 
+/// Byte-level BPE without dropout, prefixes or byte fallback: the merges of
+/// HF's model applied by rank (GPT-2's algorithm, same result as HF's heap).
+struct FastBpe {
+    /// The id of each byte's GPT-2 character.
+    byte_ids: [u32; 256],
+    /// `(left, right)` -> `(rank, merged id)`.
+    merges: FxHashMap<u64, (u32, u32)>,
+}
+
+impl FastBpe {
+    fn new(json: &str, model: &ModelWrapper) -> Option<Self> {
+        let ModelWrapper::BPE(bpe) = model else { return None };
+        let plain = bpe.dropout.is_none_or(|d| d == 0.0)
+            && bpe.continuing_subword_prefix.is_none()
+            && bpe.end_of_word_suffix.is_none()
+            && !bpe.ignore_merges
+            && !bpe.byte_fallback;
+        if !plain {
+            return None;
+        }
+        let vocab = model.get_vocab();
+        let mut byte_ids = [0u32; 256];
+        for (b, id) in byte_ids.iter_mut().enumerate() {
+            *id = *vocab.get(&BYTE_CHARS[b].to_string())?;
+        }
+        let spec: serde_json::Value = serde_json::from_str(json).ok()?;
+        let mut merges = FxHashMap::default();
+        for (rank, m) in spec["model"]["merges"].as_array()?.iter().enumerate() {
+            let (a, b) = match m {
+                serde_json::Value::String(s) => s.split_once(' ')?,
+                serde_json::Value::Array(pair) => (pair.first()?.as_str()?, pair.get(1)?.as_str()?),
+                _ => return None,
+            };
+            let (ia, ib, merged) = (*vocab.get(a)?, *vocab.get(b)?, *vocab.get(&format!("{a}{b}"))?);
+            merges.entry(pair_key(ia, ib)).or_insert((rank as u32, merged));
+        }
+        Some(FastBpe { byte_ids, merges })
+    }
+
+    /// Pushes `(id, start, end)` byte spans of the tokens of `word`.
+    fn tokenize(&self, word: &[u8], out: &mut Vec<(u32, usize, usize)>) {
+        let mut syms: Vec<(u32, usize, usize)> =
+            word.iter().enumerate().map(|(i, &b)| (self.byte_ids[b as usize], i, i + 1)).collect();
+        let mut next = Vec::with_capacity(syms.len());
+        loop {
+            let best = syms
+                .windows(2)
+                .filter_map(|w| self.merges.get(&pair_key(w[0].0, w[1].0)).map(|&(rank, id)| (rank, w[0].0, w[1].0, id)))
+                .min_by_key(|m| m.0);
+            let Some((_, left, right, merged)) = best else { break };
+            next.clear();
+            let mut i = 0;
+            while i < syms.len() {
+                if i + 1 < syms.len() && syms[i].0 == left && syms[i + 1].0 == right {
+                    next.push((merged, syms[i].1, syms[i + 1].2));
+                    i += 2;
+                } else {
+                    next.push(syms[i]);
+                    i += 1;
+                }
+            }
+            std::mem::swap(&mut syms, &mut next);
+        }
+        out.extend(syms);
+    }
+}
+
+fn pair_key(a: u32, b: u32) -> u64 {
+    ((a as u64) << 32) | b as u64
+}
+
 enum Path {
     /// Our pre-tokenizer + a word cache over the HF model.
     Fast { pre: PreTokenizer2, byte_level: bool, specials: Option<AhoCorasick> },
@@ -96,6 +167,8 @@ pub struct Tokenizer {
     pub pad_id: u32,
     /// Our WordPiece, equal to HF's but without an allocation per candidate piece.
     wordpiece: Option<FastWordPiece>,
+    /// Our byte-level BPE merges, equal to HF's for plain BPE models.
+    bpe: Option<FastBpe>,
     /// How a word of printable ASCII normalizes on the BERT path: `Some(lowercase)`.
     ascii_lowercase: Option<bool>,
 }
@@ -168,12 +241,13 @@ impl Tokenizer {
         let specials = Self::find_specials(&hf)?;
         let pad_id = ["[PAD]", "<pad>", "<|pad|>"].iter().find_map(|t| hf.token_to_id(t)).unwrap_or(0);
         let wordpiece = FastWordPiece::new(hf.get_model());
+        let bpe = matches!(path, Path::Fast { byte_level: true, .. }).then(|| FastBpe::new(json, hf.get_model())).flatten();
         let ascii_lowercase = match (&path, hf.get_normalizer()) {
             (Path::Fast { byte_level: false, .. }, None) => Some(false),
             (Path::Fast { byte_level: false, .. }, Some(NormalizerWrapper::BertNormalizer(n))) => Some(n.lowercase),
             _ => None,
         };
-        Ok(Tokenizer { hf, path, caches: Mutex::new(Vec::new()), specials, pad_id, wordpiece, ascii_lowercase })
+        Ok(Tokenizer { hf, path, caches: Mutex::new(Vec::new()), specials, pad_id, wordpiece, bpe, ascii_lowercase })
     }
 
     /// Learns the single-sequence template (e.g. `[CLS] A [SEP]`) from HF's post-processor.
@@ -213,6 +287,12 @@ impl Tokenizer {
             Some((pre, byte_level)) => Path::Fast { pre, byte_level, specials },
             None => Path::Hf,
         }
+    }
+
+    /// Whether whitespace makes tokens of its own (byte-level BPE), so that how a
+    /// text's trailing whitespace splits depends on what follows it.
+    pub fn tokenizes_whitespace(&self) -> bool {
+        matches!(self.path, Path::Fast { byte_level: true, .. })
     }
 
     /// Whether documents go through the fast path (else HF's pipeline).
@@ -329,6 +409,13 @@ impl Tokenizer {
     fn tokenize_word(&self, word: &str, out: &mut Vec<Tok>) -> Result<(), Error> {
         let Path::Fast { pre, byte_level, .. } = &self.path else { unreachable!() };
         let model: &ModelWrapper = self.hf.get_model();
+        // quadratic in the word's length: long words go to HF's heap-based merge
+        if let (true, Some(bpe), true) = (*byte_level, &self.bpe, word.len() <= MAX_CACHED_WORD) {
+            let mut pieces = Vec::new();
+            bpe.tokenize(word.as_bytes(), &mut pieces);
+            out.extend(pieces.into_iter().map(|(id, s, e)| Tok { id, start: s as u32, end: e as u32 }));
+            return Ok(());
+        }
         if *byte_level {
             let mut mapped = String::with_capacity(word.len() * 2);
             let mut pos = Vec::with_capacity(word.len() + 1);

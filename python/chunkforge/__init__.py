@@ -26,12 +26,21 @@ from .chunkers import (
     language_for_path,
 )
 from .tokenizer import Encoding, Tokenizer
+from .late import LateChunker, LateChunks, LateTokens
+from .represent import ContextAwareChunker, context_prompt, contextualize, with_embed_text
+from .semantic import SemanticChunker
 
 _ENCODER_NAMES = ("Encoder", "TokenEmbeddings", "TruncationWarning")
+_INDEX_NAMES = ("Hit", "Index", "Passage", "Payload")
 
 
 def __getattr__(name: str) -> object:
-    """Imports the encoder (and onnxruntime) on first use of ``chunkforge.Encoder``."""
+    """Imports the encoder (and onnxruntime) on first use of ``chunkforge.Encoder``,
+    the index (hnswlib, bm25s, pyarrow) on first use of ``chunkforge.Index``."""
+    if name in _INDEX_NAMES:
+        from . import index
+
+        return getattr(index, name)
     if name in _ENCODER_NAMES:
         from . import encoder
 
@@ -57,18 +66,30 @@ __all__ = [
     "BatchSpans",
     "Chunk",
     "CodeChunker",
+    "ContextAwareChunker",
     "Encoder",
     "Encoding",
     "HierarchicalChunker",
+    "Hit",
+    "Index",
+    "LateChunker",
+    "LateChunks",
+    "LateTokens",
     "MarkdownChunker",
+    "Passage",
+    "Payload",
     "RecursiveChunker",
+    "SemanticChunker",
     "SentenceChunker",
     "Spans",
     "TokenEmbeddings",
     "TokenChunker",
     "Tokenizer",
     "TruncationWarning",
+    "context_prompt",
+    "contextualize",
     "language_for_path",
     "split_sentences",
+    "with_embed_text",
 ]
 __version__ = "0.1.0"

@@ -54,3 +54,44 @@ class SpanCounter:
     def __len__(self) -> int: ...
 
 def split_sentences(text: str) -> list[tuple[int, int]]: ...
+
+_SpanColumns = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]
+
+def span_overlaps(
+    queries: int,
+    evidence: _SpanColumns,
+    retrieved: _SpanColumns,
+    token_ends: list[npt.NDArray[np.int64]] | None = None,
+) -> list[npt.NDArray[np.int64]]: ...
+def late_windows(
+    n: int, window: int, overlap: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+def late_pool(
+    vectors: npt.NDArray[np.float32],
+    offsets: npt.NDArray[np.int64],
+    spans: npt.NDArray[np.int64],
+    normalize: bool,
+) -> npt.NDArray[np.float32]: ...
+
+class Expander:
+    def __init__(self, tokenizer: Tokenizer) -> None: ...
+    def add_docs(
+        self,
+        texts: list[str],
+        sentences: list[npt.NDArray[np.int64]],
+        nodes: list[npt.NDArray[np.int64]],
+        leaves: list[list[int]],
+        labels: list[list[int]],
+    ) -> list[int]: ...
+    def remove(self, slot: int) -> None: ...
+    def expand(
+        self,
+        hits: list[tuple[int, float]],
+        window: int | None = None,
+        parent: bool = False,
+        auto_merge: float | None = None,
+        budget: int | None = None,
+        order: str = "score",
+        pack: str = "skip",
+        trim: bool = False,
+    ) -> tuple[list[tuple[int, int, int, int, float, int, list[int]]], list[int]]: ...

@@ -19,7 +19,9 @@ class Chunk:
     ``context`` (what the chunk's representation needs besides its own text: a
     table's header row, a method's class signature); hierarchical chunkers fill
     ``id`` (stable: derived from document id, span and level), ``parent_id``,
-    ``level`` (0 = the largest) and ``children`` (ids).
+    ``level`` (0 = the largest) and ``children`` (ids). ``embed_text`` is the text
+    the encoder sees when it differs from ``text`` (title, headings, context
+    prepended: see :func:`chunkforge.with_embed_text`); offsets still index ``text``.
 
     >>> from chunkforge import RecursiveChunker
     >>> doc = "First paragraph.\\n\\nSecond one."
@@ -40,3 +42,4 @@ class Chunk:
     parent_id: str | None = None
     level: int | None = None
     children: tuple[str, ...] = ()
+    embed_text: str | None = None

@@ -171,6 +171,12 @@ def build_parser() -> argparse.ArgumentParser:
     embed.add_argument("--part-rows", type=int, default=PART_ROWS, metavar="N", help="chunks per resumable part")
     embed.add_argument("--threads", type=int, metavar="N", help="ONNX Runtime intra-op threads (default: all cores)")
     embed.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
+    from .eval import add_parser as add_eval_parser
+
+    add_eval_parser(commands)
+    from .index_cli import add_parsers as add_index_parsers
+
+    add_index_parsers(commands)
     return parser
 
 
@@ -633,7 +639,16 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     started = time.perf_counter()
     try:
-        summary = run_embed(args) if args.command == "embed" else run_chunk(args)
+        if args.command == "eval":
+            from .eval import run as run_eval
+
+            summary = run_eval(args)
+        elif args.command in ("index", "query"):
+            from .index_cli import run as run_index
+
+            summary = run_index(args)
+        else:
+            summary = run_embed(args) if args.command == "embed" else run_chunk(args)
     except InputError as exc:
         print(f"chunkforge: error: {exc}", file=sys.stderr)
         return 2

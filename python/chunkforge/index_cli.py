@@ -1,0 +1,115 @@
+"""The ``index`` and ``query`` commands of the ``chunkforge`` CLI.
+
+``chunkforge index build DOCS... --out INDEX`` builds an :class:`~chunkforge.index.Index`
+of files, folders and JSONL (as ``chunkforge chunk`` reads them; a JSONL record's
+``source`` is kept for filters); ``chunkforge query INDEX "question"`` prints the
+payload with citations (``[n] doc_id:start-end``), or JSON with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from .cli import JSONL_SUFFIXES, InputError, expand, json_object, read_jsonl, read_text_file, record_text
+
+
+def add_parsers(commands: Any) -> None:
+    """Registers ``index build`` and ``query`` on the CLI's subparsers."""
+    index = commands.add_parser("index", help="build a retrieval index", description="Manage retrieval indexes.")
+    actions = index.add_subparsers(dest="index_command", required=True, metavar="ACTION")
+    build = actions.add_parser(
+        "build",
+        help="index documents",
+        description="Split documents into sections, parents and sentence leaves, embed the leaves "
+        "(default model) and write the index folder atomically.",
+    )
+    build.add_argument("paths", nargs="+", metavar="PATH", help="a text file, a folder or a .jsonl/.jsonl.gz file")
+    build.add_argument("--out", required=True, metavar="INDEX", help="index folder (replaced atomically)")
+    build.add_argument("--leaf-tokens", type=int, default=64, metavar="N", help="token cap of a leaf (default 64)")
+    build.add_argument("--parent-tokens", type=int, nargs="*", default=[512], metavar="N",
+                       help="sizes of the levels between sections and leaves, largest first (default 512)")
+    build.add_argument("--no-hybrid", action="store_true", help="dense ranking only (no BM25)")
+    build.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
+    query = commands.add_parser(
+        "query",
+        help="search an index and print the payload with citations",
+        description="Retrieve the best leaves for a question and expand them into passages.",
+    )
+    query.add_argument("index", metavar="INDEX", help="index folder (from `chunkforge index build`)")
+    query.add_argument("question")
+    query.add_argument("--k", type=int, default=12, metavar="N", help="leaves to retrieve (default 12)")
+    how = query.add_mutually_exclusive_group()
+    how.add_argument("--window", type=int, metavar="W", help="W sentences either side of each hit")
+    how.add_argument("--auto-merge", type=float, metavar="RATIO", help="merge into parents above RATIO of children")
+    how.add_argument("--parent", action="store_true", help="return each hit's parent")
+    query.add_argument("--budget", type=int, metavar="TOKENS", help="token budget of the payload")
+    query.add_argument("--order", choices=("score", "document"), default="score", help="passage order")
+    query.add_argument("--pack", choices=("skip", "stop"), default="skip", help="a passage over the budget")
+    query.add_argument("--trim", action="store_true", help="trim the first passage over the budget to sentences")
+    query.add_argument("--doc-id", action="append", metavar="ID", help="only this document (repeatable)")
+    query.add_argument("--source", action="append", metavar="NAME", help="only this source (repeatable)")
+    query.add_argument("--heading", action="append", metavar="TITLE", help="heading path prefix (repeat per level)")
+    query.add_argument("--json", action="store_true", help="print the payload as JSON")
+    query.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
+
+
+def read_documents(paths: list[str]) -> Iterator[dict[str, str]]:
+    """Documents ``{"id", "text", "source"}`` of files, folders and JSONL files."""
+    def parse(path: str, lineno: int, line: bytes) -> dict[str, str]:
+        where = f"{path}:{lineno}"
+        record = json_object(where, line)
+        source = record.get("source", path)
+        return {"id": str(record.get("id", where)), "text": record_text(where, record),
+                "source": source if isinstance(source, str) else path}
+
+    for path in expand(paths):
+        if path.endswith(JSONL_SUFFIXES):
+            yield from read_jsonl(path, parse)
+        else:
+            doc = read_text_file(path)
+            yield {"id": str(doc.doc_id), "text": doc.text, "source": os.path.dirname(path)}
+
+
+def run(args: argparse.Namespace) -> str:
+    """The ``index build`` or ``query`` command; returns the summary line."""
+    try:
+        from .index import CorruptIndexError, Index
+    except ImportError as exc:
+        raise InputError(str(exc)) from exc
+    if args.command == "index":
+        for path in args.paths:
+            if not os.path.exists(path):
+                raise InputError(f"no such file or folder: {path}")
+        try:
+            index = Index(leaf_tokens=args.leaf_tokens, parent_tokens=tuple(args.parent_tokens),
+                          hybrid=not args.no_hybrid)
+            index.add(read_documents(args.paths))
+            index.save(args.out)
+        except (ValueError, TypeError) as exc:
+            raise InputError(str(exc)) from exc
+        return f"{len(index)} docs, {index.leaf_count} leaves -> {args.out}"
+    try:
+        index = Index.load(args.index)
+    except (FileNotFoundError, CorruptIndexError) as exc:
+        raise InputError(str(exc)) from exc
+    try:
+        hits = index.search(args.question, k=args.k, doc_id=args.doc_id, source=args.source,
+                            heading_prefix=args.heading)
+        payload = index.expand(hits, window=args.window, parent=args.parent, auto_merge=args.auto_merge,
+                               budget_tokens=args.budget, order=args.order, pack=args.pack, trim=args.trim)
+    except (ValueError, TypeError) as exc:
+        raise InputError(str(exc)) from exc
+    if args.json:
+        print(json.dumps({
+            "passages": [{"doc_id": p.doc_id, "start": p.start, "end": p.end, "token_count": p.token_count,
+                          "score": p.score, "heading_path": list(p.heading_path), "text": p.text,
+                          "hits": [[h.start, h.end] for h in p.hits]} for p in payload.passages],
+            "dropped": [{"doc_id": h.doc_id, "start": h.start, "end": h.end} for h in payload.dropped],
+        }, ensure_ascii=False))
+    else:
+        print(payload.render())
+    return f"{len(payload.passages)} passages, {payload.token_count} tokens, {len(payload.dropped)} hits dropped"

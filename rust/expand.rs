@@ -1,0 +1,597 @@
+//! Query-time expansion: retrieved leaves (hits) -> a payload of passages.
+//!
+//! An index embeds small leaves and hands the generator bigger, coherent
+//! passages: sentence windows around each hit, the hit's parent, or parents
+//! merged bottom-up when enough of their children were hit (LlamaIndex's
+//! auto-merging). Spans of one document that overlap or touch become one
+//! passage (no character twice), and passages are packed into a token budget.
+//!
+//! Everything structural is precomputed when a document is added (its words'
+//! token prefix sums, node token counts, the sentences each leaf overlaps,
+//! section ids), so expanding a query's hits is integer work: the only
+//! tokenizer calls left are recounts of the at most two words a merged span
+//! cuts (word cache hits), through [`Sizer`].
+
+use rustc_hash::FxHashMap;
+
+use crate::sizer::Sizer;
+use crate::tokenizer::{DocTokens, Tokenizer, WordCache};
+
+const NONE: u32 = u32::MAX;
+
+/// A node of a document's tree: a section, an inner level, or a leaf.
+#[derive(Clone, Copy, Debug)]
+pub struct Node {
+    pub start: u32,
+    pub end: u32,
+    /// Index of the parent node, [`NONE`] for a root.
+    pub parent: u32,
+    /// The section (heading path) the node belongs to.
+    pub section: u32,
+    /// Number of direct children.
+    children: u32,
+    /// The node's index among the leaves, [`NONE`] for an inner node.
+    leaf: u32,
+    /// Tokens of the node's text encoded alone.
+    tokens: u32,
+}
+
+/// A document's text, tokenization and structure (all offsets in code points).
+pub struct Doc {
+    text: String,
+    tokens: DocTokens,
+    /// Byte offset of each char, plus the text's length (None when ASCII).
+    char_bytes: Option<Vec<u32>>,
+    sentences: Vec<(u32, u32)>,
+    sentence_section: Vec<u32>,
+    nodes: Vec<Node>,
+    /// Node index of each leaf.
+    leaves: Vec<u32>,
+    /// Sentences `[a, b)` overlapping each leaf.
+    leaf_sentences: Vec<(u32, u32)>,
+}
+
+/// What a document is made of, as given by the indexer (code point offsets).
+pub struct DocInput<'a> {
+    pub text: &'a str,
+    /// `(start, end, section)` per sentence, sorted, non-overlapping.
+    pub sentences: Vec<(u32, u32, u32)>,
+    /// `(start, end, parent, section)` per node; a parent comes before its children.
+    pub nodes: Vec<(u32, u32, u32, u32)>,
+    /// Node index of each leaf.
+    pub leaves: Vec<u32>,
+}
+
+impl Doc {
+    /// Tokenizes the text once and precomputes what expansion needs.
+    pub fn new(tk: &Tokenizer, input: DocInput<'_>) -> Result<Doc, String> {
+        let text = input.text.to_string();
+        let char_bytes = (!text.is_ascii()).then(|| {
+            let mut v: Vec<u32> = text.char_indices().map(|(i, _)| i as u32).collect();
+            v.push(text.len() as u32);
+            v
+        });
+        let chars = char_bytes.as_ref().map_or(text.len(), |v| v.len() - 1) as u32;
+        let mut prev_end = 0;
+        for (i, &(s, e, _)) in input.sentences.iter().enumerate() {
+            if s > e || e > chars || s < prev_end {
+                return Err(format!("sentence {i} ({s}, {e}) is out of order or outside the text (0..{chars})"));
+            }
+            prev_end = e;
+        }
+        let mut nodes = Vec::with_capacity(input.nodes.len());
+        for (i, &(start, end, parent, section)) in input.nodes.iter().enumerate() {
+            if start > end || end > chars {
+                return Err(format!("node {i} ({start}, {end}) is not within the text (0..{chars})"));
+            }
+            if parent != NONE && parent as usize >= i {
+                return Err(format!("node {i}: parent {parent} must come before it"));
+            }
+            nodes.push(Node { start, end, parent, section, children: 0, leaf: NONE, tokens: 0 });
+        }
+        for i in 0..nodes.len() {
+            let p = nodes[i].parent;
+            if p != NONE {
+                nodes[p as usize].children += 1;
+            }
+        }
+        for (i, &leaf) in input.leaves.iter().enumerate() {
+            match nodes.get_mut(leaf as usize) {
+                Some(n) if n.leaf == NONE && n.children == 0 => n.leaf = i as u32,
+                _ => return Err(format!("leaf {i}: node {leaf} is not a childless node, or is listed twice")),
+            }
+        }
+        let starts: Vec<u32> = input.sentences.iter().map(|s| s.0).collect();
+        let ends: Vec<u32> = input.sentences.iter().map(|s| s.1).collect();
+        let leaf_sentences = input
+            .leaves
+            .iter()
+            .map(|&l| {
+                let n = &nodes[l as usize];
+                let a = ends.partition_point(|&e| e <= n.start) as u32;
+                let b = starts.partition_point(|&s| s < n.end) as u32;
+                (a, b.max(a))
+            })
+            .collect();
+        let tokens = tk.with_cache(|c| tk.analyze(&text, false, c)).map_err(|e| e.to_string())?;
+        let mut doc = Doc {
+            text,
+            tokens,
+            char_bytes,
+            sentences: input.sentences.iter().map(|s| (s.0, s.1)).collect(),
+            sentence_section: input.sentences.iter().map(|s| s.2).collect(),
+            nodes,
+            leaves: input.leaves,
+            leaf_sentences,
+        };
+        let counts: Vec<u32> = tk.with_cache(|cache| {
+            let mut sz = doc.sizer(tk, cache);
+            doc.nodes.iter().map(|n| sz_count(&doc, &mut sz, n.start, n.end)).collect()
+        });
+        for (n, c) in doc.nodes.iter_mut().zip(counts) {
+            n.tokens = c;
+        }
+        Ok(doc)
+    }
+
+    fn sizer<'a>(&'a self, tk: &'a Tokenizer, cache: &'a mut WordCache) -> Sizer<'a> {
+        Sizer::new(tk, &self.text, &self.tokens, cache)
+    }
+
+    fn byte(&self, i: u32) -> usize {
+        self.char_bytes.as_ref().map_or(i as usize, |b| b[i as usize] as usize)
+    }
+
+    /// True when `text[s..e]` (code points) is whitespace only.
+    fn blank(&self, s: u32, e: u32) -> bool {
+        s >= e || self.text[self.byte(s)..self.byte(e)].chars().all(char::is_whitespace)
+    }
+
+    /// The text between code points `s` and `e`.
+    #[cfg(test)]
+    fn slice(&self, s: u32, e: u32) -> &str {
+        &self.text[self.byte(s)..self.byte(e)]
+    }
+}
+
+fn sz_count(doc: &Doc, sz: &mut Sizer<'_>, s: u32, e: u32) -> u32 {
+    sz.exact(doc.byte(s), doc.byte(e)) as u32
+}
+
+/// How hits become passages.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Params {
+    /// Sentences either side of each hit (within its section).
+    pub window: Option<u32>,
+    /// Replace each leaf by its parent node.
+    pub parent: bool,
+    /// Merge children into their parent when more than this share of them is hit.
+    pub auto_merge: Option<f64>,
+    /// Token budget of the whole payload.
+    pub budget: Option<usize>,
+    /// Order passages by document and position (else by score).
+    pub by_document: bool,
+    /// Stop packing at the first passage that does not fit (else skip it).
+    pub stop: bool,
+    /// Trim the first passage that does not fit to whole sentences around its best hit.
+    pub trim: bool,
+}
+
+/// One passage of a payload (code point offsets).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Passage {
+    pub doc: u32,
+    pub start: u32,
+    pub end: u32,
+    pub tokens: u32,
+    pub score: f64,
+    /// Section of the passage's best-scoring part.
+    pub section: u32,
+    /// Indices of the hits it covers, ascending.
+    pub hits: Vec<u32>,
+}
+
+/// Passages and the indices of the hits left out by the budget.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Payload {
+    pub passages: Vec<Passage>,
+    pub dropped: Vec<u32>,
+}
+
+/// A span on its way to becoming a passage.
+#[derive(Clone, Debug)]
+struct Unit {
+    doc: u32,
+    /// The tree node it is, [`NONE`] for a sentence window.
+    node: u32,
+    start: u32,
+    end: u32,
+    score: f64,
+    section: u32,
+    hits: Vec<u32>,
+}
+
+/// All documents of an index, and the map from leaf labels to leaves.
+#[derive(Default)]
+pub struct Store {
+    docs: Vec<Option<Doc>>,
+    /// `(doc slot, leaf)` of each label; `(NONE, NONE)` for a free label.
+    labels: Vec<(u32, u32)>,
+}
+
+impl Store {
+    /// Adds a document whose leaves get `labels`; returns its slot.
+    pub fn add(&mut self, doc: Doc, labels: &[u64]) -> Result<usize, String> {
+        if labels.len() != doc.leaves.len() {
+            return Err(format!("{} labels for {} leaves", labels.len(), doc.leaves.len()));
+        }
+        for &l in labels {
+            if self.labels.get(l as usize).is_some_and(|x| x.0 != NONE) {
+                return Err(format!("label {l} is already in use"));
+            }
+        }
+        let slot = self.docs.len() as u32;
+        for (i, &l) in labels.iter().enumerate() {
+            let l = l as usize;
+            if l >= self.labels.len() {
+                self.labels.resize(l + 1, (NONE, NONE));
+            }
+            self.labels[l] = (slot, i as u32);
+        }
+        self.docs.push(Some(doc));
+        Ok(slot as usize)
+    }
+
+    /// Removes the document in `slot` and frees its labels.
+    pub fn remove(&mut self, slot: usize) -> Result<(), String> {
+        match self.docs.get_mut(slot).and_then(Option::take) {
+            None => Err(format!("no document in slot {slot}")),
+            Some(_) => {
+                for entry in self.labels.iter_mut().filter(|e| e.0 == slot as u32) {
+                    *entry = (NONE, NONE);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn doc(&self, slot: usize) -> Option<&Doc> {
+        self.docs.get(slot).and_then(Option::as_ref)
+    }
+
+    /// Expands hits `(label, score)` into a payload.
+    pub fn expand(&self, tk: &Tokenizer, hits: &[(u64, f64)], p: &Params) -> Result<Payload, String> {
+        let mut units = self.leaf_units(hits)?;
+        if let Some(ratio) = p.auto_merge {
+            units = self.auto_merge(units, ratio);
+        }
+        if p.parent {
+            units = self.parents(units);
+        }
+        if let Some(w) = p.window {
+            for u in units.iter_mut() {
+                self.window(u, w);
+            }
+        }
+        tk.with_cache(|cache| {
+            let passages = self.merge(units, tk, cache);
+            Ok(self.pack(passages, hits, p, tk, cache))
+        })
+    }
+
+    /// One unit per distinct hit leaf (a leaf hit twice keeps its best score).
+    fn leaf_units(&self, hits: &[(u64, f64)]) -> Result<Vec<Unit>, String> {
+        let mut seen: FxHashMap<(u32, u32), usize> = FxHashMap::default();
+        let mut units: Vec<Unit> = Vec::with_capacity(hits.len());
+        for (i, &(label, score)) in hits.iter().enumerate() {
+            let &(slot, leaf) = self.labels.get(label as usize).unwrap_or(&(NONE, NONE));
+            if slot == NONE {
+                return Err(format!("hits[{i}]: leaf {label} is not in the index (deleted, or from another index)"));
+            }
+            if score.is_nan() {
+                return Err(format!("hits[{i}]: score is NaN"));
+            }
+            if let Some(&k) = seen.get(&(slot, leaf)) {
+                units[k].score = units[k].score.max(score);
+                units[k].hits.push(i as u32);
+                continue;
+            }
+            let doc = self.docs[slot as usize].as_ref().expect("labels point at live documents");
+            let node = doc.leaves[leaf as usize];
+            let n = &doc.nodes[node as usize];
+            seen.insert((slot, leaf), units.len());
+            units.push(Unit { doc: slot, node, start: n.start, end: n.end, score, section: n.section, hits: vec![i as u32] });
+        }
+        Ok(units)
+    }
+
+    fn node_unit(&self, doc: u32, node: u32, score: f64, hits: Vec<u32>) -> Unit {
+        let n = &self.docs[doc as usize].as_ref().unwrap().nodes[node as usize];
+        Unit { doc, node, start: n.start, end: n.end, score, section: n.section, hits }
+    }
+
+    /// LlamaIndex's AutoMergingRetriever: while some parent has more than
+    /// `ratio` of its children among the units, those children are replaced by
+    /// the parent, scored with their mean.
+    fn auto_merge(&self, mut units: Vec<Unit>, ratio: f64) -> Vec<Unit> {
+        loop {
+            let mut groups: FxHashMap<(u32, u32), Vec<usize>> = FxHashMap::default();
+            for (i, u) in units.iter().enumerate() {
+                let parent = self.docs[u.doc as usize].as_ref().unwrap().nodes[u.node as usize].parent;
+                if parent != NONE {
+                    groups.entry((u.doc, parent)).or_default().push(i);
+                }
+            }
+            let mut merged = vec![false; units.len()];
+            let mut parents = vec![];
+            for ((doc, parent), members) in groups {
+                let children = self.docs[doc as usize].as_ref().unwrap().nodes[parent as usize].children.max(1);
+                if members.len() as f64 / children as f64 > ratio {
+                    let score = members.iter().map(|&i| units[i].score).sum::<f64>() / members.len() as f64;
+                    let hits = members.iter().flat_map(|&i| units[i].hits.iter().copied()).collect();
+                    members.iter().for_each(|&i| merged[i] = true);
+                    parents.push(self.node_unit(doc, parent, score, hits));
+                }
+            }
+            if parents.is_empty() {
+                return units;
+            }
+            let mut keep = merged.iter();
+            units.retain(|_| !keep.next().unwrap());
+            units.extend(parents);
+        }
+    }
+
+    /// Each leaf unit replaced by its parent node (roots stay).
+    fn parents(&self, units: Vec<Unit>) -> Vec<Unit> {
+        units
+            .into_iter()
+            .map(|u| {
+                let doc = self.docs[u.doc as usize].as_ref().unwrap();
+                let n = &doc.nodes[u.node as usize];
+                if n.leaf != NONE && n.parent != NONE {
+                    self.node_unit(u.doc, n.parent, u.score, u.hits)
+                } else {
+                    u
+                }
+            })
+            .collect()
+    }
+
+    /// Widens a leaf unit by `w` sentences either side, within its section.
+    fn window(&self, u: &mut Unit, w: u32) {
+        let doc = self.docs[u.doc as usize].as_ref().unwrap();
+        if u.node == NONE || doc.nodes[u.node as usize].leaf == NONE {
+            return;
+        }
+        let (a, b) = doc.leaf_sentences[doc.nodes[u.node as usize].leaf as usize];
+        if a >= b {
+            return;
+        }
+        let sec = doc.sentence_section[a as usize];
+        let mut lo = a;
+        while lo > 0 && a - lo < w && doc.sentence_section[lo as usize - 1] == sec {
+            lo -= 1;
+        }
+        let mut hi = b;
+        while (hi as usize) < doc.sentences.len() && hi - b < w && doc.sentence_section[hi as usize] == sec {
+            hi += 1;
+        }
+        u.start = u.start.min(doc.sentences[lo as usize].0);
+        u.end = u.end.max(doc.sentences[hi as usize - 1].1);
+        u.node = NONE;
+    }
+
+    /// Units of one document that overlap or touch (whitespace between) become
+    /// one passage with the best score; returns passages unsorted.
+    fn merge(&self, mut units: Vec<Unit>, tk: &Tokenizer, cache: &mut WordCache) -> Vec<Passage> {
+        units.sort_unstable_by(|a, b| (a.doc, a.start, std::cmp::Reverse(a.end)).cmp(&(b.doc, b.start, std::cmp::Reverse(b.end))));
+        let mut out: Vec<Passage> = Vec::with_capacity(units.len());
+        let mut single_node: Vec<u32> = Vec::with_capacity(units.len());
+        for u in units {
+            if let Some(last) = out.last_mut() {
+                let doc = self.docs[u.doc as usize].as_ref().unwrap();
+                if last.doc == u.doc && (u.start <= last.end || doc.blank(last.end, u.start)) {
+                    if u.end > last.end || u.start < last.start {
+                        *single_node.last_mut().unwrap() = NONE;
+                    }
+                    last.end = last.end.max(u.end);
+                    if u.score > last.score {
+                        last.score = u.score;
+                        last.section = u.section;
+                    }
+                    last.hits.extend(u.hits);
+                    continue;
+                }
+            }
+            single_node.push(u.node);
+            out.push(Passage { doc: u.doc, start: u.start, end: u.end, tokens: 0, score: u.score, section: u.section, hits: u.hits });
+        }
+        for (p, node) in out.iter_mut().zip(single_node) {
+            p.hits.sort_unstable();
+            p.hits.dedup();
+            let doc = self.docs[p.doc as usize].as_ref().unwrap();
+            p.tokens = if node != NONE {
+                doc.nodes[node as usize].tokens
+            } else {
+                sz_count(doc, &mut doc.sizer(tk, cache), p.start, p.end)
+            };
+        }
+        out
+    }
+
+    /// Packs passages by score into the budget and orders them.
+    fn pack(&self, mut passages: Vec<Passage>, hits: &[(u64, f64)], p: &Params, tk: &Tokenizer, cache: &mut WordCache) -> Payload {
+        passages.sort_by(|a, b| b.score.total_cmp(&a.score).then((a.doc, a.start).cmp(&(b.doc, b.start))));
+        let mut out = Payload::default();
+        if let Some(budget) = p.budget {
+            let mut used = 0usize;
+            let mut rest = passages.into_iter();
+            for mut passage in rest.by_ref() {
+                if used + passage.tokens as usize <= budget {
+                    used += passage.tokens as usize;
+                    out.passages.push(passage);
+                    continue;
+                }
+                if p.trim {
+                    let before = passage.hits.clone();
+                    if self.trim(&mut passage, hits, budget - used, tk, cache) {
+                        out.dropped.extend(before.into_iter().filter(|h| !passage.hits.contains(h)));
+                        out.passages.push(passage);
+                    } else {
+                        out.dropped.extend(before);
+                    }
+                    break;
+                }
+                out.dropped.extend(passage.hits);
+                if p.stop {
+                    break;
+                }
+            }
+            for passage in rest {
+                out.dropped.extend(passage.hits);
+            }
+            out.dropped.sort_unstable();
+        } else {
+            out.passages = passages;
+        }
+        if p.by_document {
+            let mut rank: FxHashMap<u32, usize> = FxHashMap::default();
+            for (i, passage) in out.passages.iter().enumerate() {
+                rank.entry(passage.doc).or_insert(i);
+            }
+            out.passages.sort_by_key(|x| (rank[&x.doc], x.start));
+        }
+        out
+    }
+
+    /// Shrinks `passage` to whole sentences around its best hit within
+    /// `room` tokens, keeping only the hits whose leaves stay inside; false
+    /// when not even the best hit's sentences fit.
+    fn trim(&self, passage: &mut Passage, hits: &[(u64, f64)], room: usize, tk: &Tokenizer, cache: &mut WordCache) -> bool {
+        let doc = self.docs[passage.doc as usize].as_ref().unwrap();
+        let leaf_span = |h: u32| {
+            let (_, leaf) = self.labels[hits[h as usize].0 as usize];
+            let n = &doc.nodes[doc.leaves[leaf as usize] as usize];
+            (n.start, n.end)
+        };
+        let best = *passage.hits.iter().max_by(|&&a, &&b| hits[a as usize].1.total_cmp(&hits[b as usize].1)).unwrap();
+        let (mut s, mut e) = leaf_span(best);
+        // the sentences inside the passage, and the ones the best leaf overlaps
+        let lo = doc.sentences.partition_point(|x| x.0 < passage.start);
+        let hi = doc.sentences.partition_point(|x| x.1 <= passage.end).max(lo);
+        let mut a = lo + doc.sentences[lo..hi].partition_point(|x| x.1 <= s);
+        let mut b = lo + doc.sentences[lo..hi].partition_point(|x| x.0 < e);
+        if a < b {
+            s = s.min(doc.sentences[a].0);
+            e = e.max(doc.sentences[b - 1].1);
+        }
+        let mut sz = doc.sizer(tk, cache);
+        let mut tokens = sz_count(doc, &mut sz, s, e);
+        if tokens as usize > room {
+            return false;
+        }
+        let (mut grow_after, mut grow_before) = (true, true);
+        while grow_after || grow_before {
+            if grow_after {
+                grow_after = b < hi && doc.sentences[b].0 >= e;
+                if grow_after {
+                    let n = sz_count(doc, &mut sz, s, doc.sentences[b].1);
+                    grow_after = n as usize <= room;
+                    if grow_after {
+                        (e, tokens, b) = (doc.sentences[b].1, n, b + 1);
+                    }
+                }
+            }
+            if grow_before {
+                grow_before = a > lo && doc.sentences[a - 1].1 <= s;
+                if grow_before {
+                    let n = sz_count(doc, &mut sz, doc.sentences[a - 1].0, e);
+                    grow_before = n as usize <= room;
+                    if grow_before {
+                        (s, tokens, a) = (doc.sentences[a - 1].0, n, a - 1);
+                    }
+                }
+            }
+        }
+        passage.start = s;
+        passage.end = e;
+        passage.tokens = tokens;
+        passage.hits.retain(|&h| {
+            let (ls, le) = leaf_span(h);
+            s <= ls && le <= e
+        });
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokenizer() -> Tokenizer {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/python/chunkforge/data/all-MiniLM-L6-v2.tokenizer.json");
+        Tokenizer::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// "A0. A1. A2. A3." in one section; a root node with two parents of two leaves each.
+    fn store(tk: &Tokenizer) -> Store {
+        let text = "Alpha zero. Alpha one. Alpha two. Alpha three.";
+        let mut sentences = vec![];
+        let mut s = 0;
+        for part in text.split_inclusive(". ") {
+            let t = part.trim_end();
+            sentences.push((s as u32, (s + t.len()) as u32, 0));
+            s += part.len();
+        }
+        let sp = |i: usize| (sentences[i].0, sentences[i].1);
+        let nodes = vec![
+            (0, text.len() as u32, NONE, 0),
+            (sp(0).0, sp(1).1, 0, 0),
+            (sp(2).0, sp(3).1, 0, 0),
+            (sp(0).0, sp(0).1, 1, 0),
+            (sp(1).0, sp(1).1, 1, 0),
+            (sp(2).0, sp(2).1, 2, 0),
+            (sp(3).0, sp(3).1, 2, 0),
+        ];
+        let doc = Doc::new(tk, DocInput { text, sentences, nodes, leaves: vec![3, 4, 5, 6] }).unwrap();
+        let mut store = Store::default();
+        store.add(doc, &[10, 11, 12, 13]).unwrap();
+        store
+    }
+
+    #[test]
+    fn auto_merge_climbs_the_tree() {
+        let tk = tokenizer();
+        let st = store(&tk);
+        let p = Params { auto_merge: Some(0.5), ..Default::default() };
+        // one of two children: 0.5 is not > 0.5, no merge
+        let out = st.expand(&tk, &[(10, 0.9)], &p).unwrap();
+        assert_eq!((out.passages[0].start, out.passages[0].end), (0, 11));
+        // both children of the first parent: merged into it (mean score), and
+        // that parent is one of two children of the root: stays
+        let out = st.expand(&tk, &[(10, 0.9), (11, 0.5)], &p).unwrap();
+        assert_eq!((out.passages[0].start, out.passages[0].end, out.passages[0].score), (0, 22, 0.7));
+        // all four: both parents, then the root
+        let out = st.expand(&tk, &[(10, 0.9), (11, 0.5), (12, 0.1), (13, 0.1)], &p).unwrap();
+        assert_eq!(out.passages.len(), 1);
+        assert_eq!((out.passages[0].start, out.passages[0].end, out.passages[0].hits.len()), (0, 46, 4));
+    }
+
+    #[test]
+    fn windows_merge_and_pack() {
+        let tk = tokenizer();
+        let st = store(&tk);
+        let p = Params { window: Some(1), ..Default::default() };
+        let out = st.expand(&tk, &[(10, 0.9), (13, 0.5)], &p).unwrap();
+        // [0, 1] and [2, 3] touch: one passage, the whole text
+        assert_eq!(out.passages.len(), 1);
+        assert_eq!((out.passages[0].start, out.passages[0].end, out.passages[0].score), (0, 46, 0.9));
+        assert_eq!(out.passages[0].tokens as usize, tk.with_cache(|c| tk.count(st.doc(0).unwrap().slice(0, 46), c)).unwrap());
+        let p = Params { window: Some(0), budget: Some(3), ..Default::default() };
+        let out = st.expand(&tk, &[(10, 0.9), (12, 0.5)], &p).unwrap();
+        assert_eq!(out.passages.len(), 1);
+        assert_eq!(out.dropped, vec![1]);
+    }
+}

@@ -1,0 +1,284 @@
+"""chunkforge.Index: search, native expansion, persistence, and the index CLI,
+with the real ONNX encoder, hnswlib and bm25s."""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("hnswlib")
+pytest.importorskip("bm25s")
+
+from chunkforge.cli import main  # noqa: E402
+from chunkforge.index import CorruptIndexError, Hit, Index  # noqa: E402
+
+from conftest import DATA, corpus  # noqa: E402
+
+TREE_DOC = "# Alpha\n\nOne cat sat. Two cats ran. Three cats slept.\n\n# Beta\n\nFour dogs barked. Five dogs ate.\n"
+
+
+@pytest.fixture(scope="module")
+def encoder(model_cache):
+    from chunkforge.encoder import Encoder
+
+    return Encoder.default()
+
+
+def small_docs() -> list[dict]:
+    """Three short real documents of the corpus and a Markdown README."""
+    docs = sorted(corpus(), key=lambda d: len(d["text"]))
+    picked = [d for d in docs if 1500 < len(d["text"]) < 4000][:3]
+    readme = (DATA / "markdown" / "unicode-ident-README.md").read_text(encoding="utf-8")
+    return [*picked, {"id": "unicode-ident.md", "text": readme, "source": "crates"}]
+
+
+@pytest.fixture(scope="module")
+def index(encoder) -> Index:
+    return Index.build(small_docs(), encoder, leaf_tokens=48, parent_tokens=(200,))
+
+
+def all_hits(index: Index) -> list[Hit]:
+    return [index._hit(label, 1.0) for label in range(index._next_label) if index._label_slot[label] >= 0]
+
+
+def test_search_returns_real_spans_and_filters(index):
+    hits = index.search("unicode identifier tables", k=8)
+    assert len(hits) == 8
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    for h in hits:
+        assert index.document(h.doc_id)[h.start:h.end] == h.text
+    assert any(h.doc_id == "unicode-ident.md" for h in hits[:3])
+    only = index.search("unicode identifier tables", k=5, doc_id=small_docs()[0]["id"])
+    assert {h.doc_id for h in only} == {small_docs()[0]["id"]}
+    assert {h.doc_id for h in index.search("tables", k=5, source="crates")} == {"unicode-ident.md"}
+    under = index.search("benchmark", k=4, heading_prefix=("Unicode ident", "Comparison of performance"))
+    assert under and all(h.heading_path[:2] == ("Unicode ident", "Comparison of performance") for h in under)
+    dense = index.search("unicode identifier tables", k=3, hybrid=False)
+    assert all(0 < h.score <= 1.0001 for h in dense)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_payload_properties(index, data):
+    """No character twice, within the budget, exact counts, spans in their
+    documents, every hit covered or (only under a budget) dropped."""
+    pool = all_hits(index)
+    picks = data.draw(st.lists(st.integers(0, len(pool) - 1), min_size=1, max_size=50))
+    hits = [index._hit(pool[i].leaf, data.draw(st.floats(0, 1))) for i in picks]
+    options = dict(
+        window=data.draw(st.none() | st.integers(0, 3)),
+        parent=data.draw(st.booleans()),
+        auto_merge=data.draw(st.none() | st.sampled_from([0.0, 0.3, 0.5, 0.75])),
+        budget_tokens=data.draw(st.none() | st.integers(0, 1500)),
+        order=data.draw(st.sampled_from(["score", "document"])),
+        pack=data.draw(st.sampled_from(["skip", "stop"])),
+        trim=data.draw(st.booleans()),
+    )
+    payload = index.expand(hits, **options)
+    seen: dict[str, list[tuple[int, int]]] = {}
+    for p in payload.passages:
+        text = index.document(p.doc_id)
+        assert 0 <= p.start < p.end <= len(text) and p.text == text[p.start:p.end]
+        assert p.token_count == index.tokenizer.count(p.text)
+        assert p.hits and p.score >= max(h.score for h in p.hits) - 1e-12 or options["auto_merge"] is not None
+        for h in p.hits:
+            assert p.doc_id == h.doc_id and p.start <= h.start and h.end <= p.end
+        seen.setdefault(p.doc_id, []).append((p.start, p.end))
+    for spans in seen.values():
+        spans.sort()
+        assert all(a[1] < b[0] for a, b in zip(spans, spans[1:])), "a character appears twice"
+    if options["budget_tokens"] is not None:
+        assert payload.token_count <= options["budget_tokens"]
+    else:
+        assert payload.dropped == []
+    covered = [id(h) for p in payload.passages for h in p.hits] + [id(h) for h in payload.dropped]
+    assert sorted(covered) == sorted(id(h) for h in hits)
+    if options["order"] == "score":
+        scores = [p.score for p in payload.passages]
+        assert scores == sorted(scores, reverse=True)
+
+
+def reference_auto_merge(index: Index, hits: list[Hit], ratio: float) -> set[tuple[str, int, int]]:
+    """LlamaIndex's AutoMergingRetriever merge loop over the index's tree, in Python."""
+    units = {}
+    for h in hits:
+        doc = index._docs[int(index._label_slot[h.leaf])]
+        units[(doc.doc_id, int(doc.leaves[int(index._label_leaf[h.leaf])]))] = doc
+    while True:
+        groups: dict[tuple[str, int], list] = {}
+        for (doc_id, node), doc in units.items():
+            parent = int(doc.nodes[node, 2])
+            if parent >= 0:
+                groups.setdefault((doc_id, parent), []).append((doc_id, node))
+        changed = False
+        for (doc_id, parent), members in groups.items():
+            doc = units[members[0]]
+            children = int((doc.nodes[:, 2] == parent).sum())
+            if len(members) / children > ratio:
+                for m in members:
+                    del units[m]
+                units[(doc_id, parent)] = doc
+                changed = True
+        if not changed:
+            break
+    return {(doc_id, int(doc.nodes[n, 0]), int(doc.nodes[n, 1])) for (doc_id, n), doc in units.items()}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_auto_merge_matches_the_reference(index, data):
+    pool = all_hits(index)
+    hits = [pool[i] for i in data.draw(st.lists(st.integers(0, len(pool) - 1), min_size=1, max_size=40))]
+    ratio = data.draw(st.sampled_from([0.0, 0.25, 0.5, 0.8]))
+    units = reference_auto_merge(index, hits, ratio)
+    payload = index.expand(hits, auto_merge=ratio)
+    # passages are the merged units, joined where they overlap or touch
+    for p in payload.passages:
+        inside = [u for u in units if u[0] == p.doc_id and p.start <= u[1] and u[2] <= p.end]
+        assert inside and min(u[1] for u in inside) == p.start and max(u[2] for u in inside) == p.end
+    assert sum(1 for u in units for p in payload.passages
+               if u[0] == p.doc_id and p.start <= u[1] and u[2] <= p.end) == len(units)
+
+
+def test_auto_merge_on_a_hand_built_tree(encoder):
+    index = Index.build([{"id": "t.md", "text": TREE_DOC}], encoder, parent_tokens=())
+    leaves = {h.text: h for h in all_hits(index)}
+    assert list(leaves) == ["# Alpha", "One cat sat.", "Two cats ran.", "Three cats slept.", "# Beta",
+                            "Four dogs barked.", "Five dogs ate."]
+
+    def hit(text: str, score: float) -> Hit:
+        return index._hit(leaves[text].leaf, score)
+
+    alpha = TREE_DOC[:TREE_DOC.index("\n\n# Beta")]
+    # 2 of 4 children: 0.5 is not above 0.5
+    two = index.expand([hit("One cat sat.", 0.9), hit("Three cats slept.", 0.7)], auto_merge=0.5)
+    assert [p.text for p in two.passages] == ["One cat sat.", "Three cats slept."]
+    # 3 of 4: the section, scored with the mean of its hit children
+    three = index.expand([hit("One cat sat.", 0.9), hit("Two cats ran.", 0.6), hit("Three cats slept.", 0.3)],
+                         auto_merge=0.5)
+    assert [(p.text, round(p.score, 6), p.heading_path) for p in three.passages] == [(alpha, 0.6, ("Alpha",))]
+    # windows stop at the section boundary; touching windows become one passage
+    window = index.expand([hit("Three cats slept.", 0.5)], window=3)
+    assert window.passages[0].text == alpha
+    both = index.expand([hit("Two cats ran.", 0.9), hit("Four dogs barked.", 0.5)], window=0, order="document")
+    assert [p.text for p in both.passages] == ["Two cats ran.", "Four dogs barked."]
+    assert index.expand([hit("Five dogs ate.", 0.5)], parent=True).passages[0].text == TREE_DOC[TREE_DOC.index("# Beta"):].strip()
+    # budget: the best passage does not fit, the smaller one does (skip) or packing stops;
+    # trim grows whole sentences from the best hit, the next one first
+    hits = [hit("Two cats ran.", 0.9), hit("Five dogs ate.", 0.5)]
+    dogs = "Four dogs barked. Five dogs ate."
+    budget = index.tokenizer.count(dogs)
+    wide = index.expand(hits, window=1, budget_tokens=budget)
+    assert [p.text for p in wide.passages] == [dogs] and wide.dropped == [hits[0]]
+    assert index.expand(hits, window=1, budget_tokens=budget, pack="stop").passages == []
+    trimmed = index.expand(hits[:1], window=1, budget_tokens=budget, trim=True)
+    assert [p.text for p in trimmed.passages] == ["Two cats ran. Three cats slept."] and trimmed.dropped == []
+
+
+def test_persistence_round_trip_add_delete(index, encoder, tmp_path):
+    path = tmp_path / "idx"
+    index.save(path)
+    loaded = Index.load(path, encoder)
+    assert loaded.doc_ids == index.doc_ids and loaded.leaf_count == index.leaf_count
+    question = "identifier characters"
+    hits = index.search(question, k=10)
+    again = loaded.search(question, k=10)
+    assert [(h.doc_id, h.start, h.end, h.id) for h in again] == [(h.doc_id, h.start, h.end, h.id) for h in hits]
+    assert loaded.expand(again, window=2, budget_tokens=600) == index.expand(hits, window=2, budget_tokens=600)
+    # delete and add on the loaded copy, then save over the old version
+    gone = "unicode-ident.md"
+    loaded.delete(gone)
+    assert gone not in loaded and all(h.doc_id != gone for h in loaded.search(question, k=20))
+    with pytest.raises(ValueError, match="not in the index"):
+        loaded.expand([h for h in hits if h.doc_id == gone][:1])
+    with pytest.raises(KeyError, match="no document"):
+        loaded.delete(gone)
+    loaded.add([{"id": "t.md", "text": TREE_DOC}])
+    with pytest.raises(ValueError, match="already in the index"):
+        loaded.add([{"id": "t.md", "text": "again"}])
+    assert loaded.search("dogs barked", k=1)[0].doc_id == "t.md"
+    loaded.save(path)
+    reloaded = Index.load(path, encoder)
+    assert sorted(reloaded.doc_ids) == sorted([*index.doc_ids[:-1], "t.md"])
+    assert reloaded.search("dogs barked", k=1)[0].text == "Four dogs barked."
+    assert sorted(p.name for p in path.iterdir()) == ["CURRENT", (path / "CURRENT").read_text().strip()]
+
+
+def test_bad_and_corrupt_stores(index, tmp_path):
+    with pytest.raises(FileNotFoundError, match="no index folder"):
+        Index.load(tmp_path / "missing")
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(CorruptIndexError, match="not a chunkforge index"):
+        Index.load(tmp_path / "plain")
+    path = tmp_path / "idx"
+    index.save(path)
+    version = path / (path / "CURRENT").read_text().strip()
+    nodes = version / "nodes.parquet"
+    nodes.write_bytes(nodes.read_bytes()[:100])
+    with pytest.raises(CorruptIndexError, match="nodes.parquet"):
+        Index.load(path)
+    (version / "manifest.json").write_text("{not json")
+    with pytest.raises(CorruptIndexError, match="manifest.json"):
+        Index.load(path)
+    (tmp_path / "plain" / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not a chunkforge index"):
+        index.save(tmp_path / "plain")
+
+
+SAVER = textwrap.dedent("""
+    import sys
+    from chunkforge.index import Index
+    a, b = Index.load(sys.argv[1]), Index.load(sys.argv[2])
+    print("ready", flush=True)
+    while True:
+        a.save(sys.argv[3])
+        b.save(sys.argv[3])
+""")
+
+
+def test_killed_save_leaves_old_or_new(index, encoder, tmp_path):
+    old, new = tmp_path / "old", tmp_path / "new"
+    index.save(old)
+    bigger = Index.load(old, encoder)
+    bigger.add([{"id": "t.md", "text": TREE_DOC}])
+    bigger.save(new)
+    target = tmp_path / "target"
+    index.save(target)
+    rng = random.Random(7)
+    outcomes = set()
+    for _ in range(6):
+        child = subprocess.Popen([sys.executable, "-c", SAVER, str(old), str(new), str(target)],
+                                 stdout=subprocess.PIPE, text=True)
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.05, 0.6))
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        loaded = Index.load(target, encoder)
+        assert sorted(loaded.doc_ids) in (sorted(index.doc_ids), sorted(bigger.doc_ids))
+        outcomes.add(len(loaded))
+        hits = loaded.search("dogs barked", k=3)
+        assert loaded.expand(hits, window=1).passages
+    assert outcomes  # both versions usually show up; either is correct
+
+
+def test_cli_build_and_query(tmp_path, model_cache, capsys):
+    doc = tmp_path / "docs" / "pets.md"
+    doc.parent.mkdir()
+    doc.write_text(TREE_DOC, encoding="utf-8")
+    out = tmp_path / "idx"
+    assert main(["index", "build", str(doc.parent), "--out", str(out), "--parent-tokens"]) == 0
+    capsys.readouterr()
+    assert main(["query", str(out), "which dogs barked?", "--k", "2", "--window", "1", "--budget", "50"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"[1] {doc}:") and "Four dogs barked." in printed
+    assert main(["query", str(tmp_path / "nope"), "x"]) == 2
+    assert "no index folder" in capsys.readouterr().err
