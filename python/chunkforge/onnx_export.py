@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import onnx
 
 VARIANTS = ("fp32", "optimized", "fp16", "int8")
-CONVERTER_VERSION = 1
+CONVERTER_VERSION = 2
 OPSET = 17
 MASK_VALUE = -10000.0  # finite in float16 too, unlike float32's minimum
 
@@ -185,8 +185,9 @@ def optimize(src: Path, dst: Path, config_path: Path, fp16: bool = False) -> Non
     from onnxruntime.transformers import optimizer
 
     config = json.loads(config_path.read_text(encoding="utf-8"))
+    # opt_level=0: the Python fusions alone (ORT's own pass in this function imports PyTorch)
     model = optimizer.optimize_model(str(src), model_type="bert", num_heads=int(config["num_attention_heads"]),
-                                     hidden_size=int(config["hidden_size"]), use_gpu=False)
+                                     hidden_size=int(config["hidden_size"]), use_gpu=False, opt_level=0)
     fused = model.get_fused_operator_statistics()
     layers = int(config["num_hidden_layers"])
     if fused.get("Attention", 0) != layers or fused.get("SkipLayerNormalization", 0) < 2 * layers - 1:
