@@ -24,7 +24,7 @@ def main() -> None:
     args = parser.parse_args()
     index = Index.load(args.index)
     rng = random.Random(0)
-    leaves = [h for h in (index._hit(label, 0.0) for label in range(index._next_label)) if len(h.text) > 40]
+    leaves = [h for h in index.leaves(score=0.0) if len(h.text) > 40]
     questions = [" ".join(h.text.split()[1:20]) for h in rng.sample(leaves, min(args.queries, len(leaves)))]
     index.query(questions[0], window=2, budget_tokens=1000)  # loads the encoder, builds BM25
     gc.collect()

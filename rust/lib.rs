@@ -531,6 +531,29 @@ fn rows<const W: usize>(a: &numpy::PyReadonlyArray2<'_, i64>, what: &str) -> PyR
         .collect()
 }
 
+/// Expansion parameters from the Python options.
+fn expand_params(
+    window: Option<u32>,
+    parent: bool,
+    auto_merge: Option<f64>,
+    budget: Option<usize>,
+    order: &str,
+    pack: &str,
+    trim: bool,
+) -> PyResult<expand::Params> {
+    let by_document = match order {
+        "score" => false,
+        "document" => true,
+        _ => return Err(PyValueError::new_err(format!("order must be 'score' or 'document', not {order:?}"))),
+    };
+    let stop = match pack {
+        "skip" => false,
+        "stop" => true,
+        _ => return Err(PyValueError::new_err(format!("pack must be 'skip' or 'stop', not {pack:?}"))),
+    };
+    Ok(expand::Params { window, parent, auto_merge, budget, by_document, stop, trim })
+}
+
 #[pymethods]
 impl Expander {
     #[new]
@@ -608,17 +631,7 @@ impl Expander {
         pack: &str,
         trim: bool,
     ) -> PyResult<(Vec<(u32, u32, u32, u32, f64, u32, Vec<u32>)>, Vec<u32>)> {
-        let by_document = match order {
-            "score" => false,
-            "document" => true,
-            _ => return Err(PyValueError::new_err(format!("order must be 'score' or 'document', not {order:?}"))),
-        };
-        let stop = match pack {
-            "skip" => false,
-            "stop" => true,
-            _ => return Err(PyValueError::new_err(format!("pack must be 'skip' or 'stop', not {pack:?}"))),
-        };
-        let params = expand::Params { window, parent, auto_merge, budget, by_document, stop, trim };
+        let params = expand_params(window, parent, auto_merge, budget, order, pack, trim)?;
         let payload = self.store.expand(&self.tk, &hits, &params).map_err(PyValueError::new_err)?;
         let passages = payload
             .passages
@@ -626,6 +639,57 @@ impl Expander {
             .map(|p| (p.doc, p.start, p.end, p.tokens, p.score, p.section, p.hits))
             .collect();
         Ok((passages, payload.dropped))
+    }
+
+    /// `expand` from and to Python objects, so that no per-hit or per-passage
+    /// work is left to Python: `hits` is a sequence of objects with `leaf` and
+    /// `score` attributes (`Hit`), `docs[slot]` has `doc_id`, `text` and
+    /// `headings` attributes. Returns `(passages, dropped hits)`, each passage
+    /// a `passage_type` tuple `(doc_id, start, end, token_count, score,
+    /// heading_path, covered hits, document text)`.
+    #[pyo3(signature = (hits, docs, passage_type, window=None, parent=false, auto_merge=None, budget=None, order="score", pack="skip", trim=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn expand_objects<'py>(
+        &self,
+        py: Python<'py>,
+        hits: &Bound<'py, PyAny>,
+        docs: &Bound<'py, pyo3::types::PyList>,
+        passage_type: &Bound<'py, pyo3::types::PyType>,
+        window: Option<u32>,
+        parent: bool,
+        auto_merge: Option<f64>,
+        budget: Option<usize>,
+        order: &str,
+        pack: &str,
+        trim: bool,
+    ) -> PyResult<(Bound<'py, pyo3::types::PyList>, Bound<'py, pyo3::types::PyList>)> {
+        use pyo3::intern;
+        use pyo3::types::{PyList, PyTuple};
+        let params = expand_params(window, parent, auto_merge, budget, order, pack, trim)?;
+        let objects: Vec<Bound<'py, PyAny>> = hits.try_iter()?.collect::<PyResult<_>>()?;
+        let mut pairs = Vec::with_capacity(objects.len());
+        for (i, h) in objects.iter().enumerate() {
+            let leaf = h.getattr(intern!(py, "leaf")).and_then(|x| x.extract::<u64>());
+            let score = h.getattr(intern!(py, "score")).and_then(|x| x.extract::<f64>());
+            match (leaf, score) {
+                (Ok(l), Ok(s)) => pairs.push((l, s)),
+                _ => return Err(PyTypeError::new_err(format!("hits[{i}] is not a Hit (from Index.search)"))),
+            }
+        }
+        let payload = self.store.expand(&self.tk, &pairs, &params).map_err(PyValueError::new_err)?;
+        let new = py.get_type::<PyTuple>().getattr(intern!(py, "__new__"))?;
+        let passages = PyList::empty(py);
+        for p in payload.passages {
+            let doc = docs.get_item(p.doc as usize)?;
+            let heading = doc.getattr(intern!(py, "headings"))?.get_item(p.section)?;
+            let covered = PyTuple::new(py, p.hits.iter().map(|&i| &objects[i as usize]))?;
+            let doc_id = doc.getattr(intern!(py, "doc_id"))?;
+            let text = doc.getattr(intern!(py, "text"))?;
+            let row = (doc_id, p.start, p.end, p.tokens, p.score, heading, covered, text);
+            passages.append(new.call1((passage_type, row))?)?;
+        }
+        let dropped = PyList::new(py, payload.dropped.iter().map(|&i| &objects[i as usize]))?;
+        Ok((passages, dropped))
     }
 }
 

@@ -3,12 +3,14 @@ with the real ONNX encoder, hnswlib and bm25s."""
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -47,7 +49,7 @@ def index(encoder) -> Index:
 
 
 def all_hits(index: Index) -> list[Hit]:
-    return [index._hit(label, 1.0) for label in range(index._next_label) if index._label_slot[label] >= 0]
+    return index.leaves()
 
 
 def test_search_returns_real_spans_and_filters(index):
@@ -73,7 +75,7 @@ def test_payload_properties(index, data):
     documents, every hit covered or (only under a budget) dropped."""
     pool = all_hits(index)
     picks = data.draw(st.lists(st.integers(0, len(pool) - 1), min_size=1, max_size=50))
-    hits = [index._hit(pool[i].leaf, data.draw(st.floats(0, 1))) for i in picks]
+    hits = [replace(pool[i], score=data.draw(st.floats(0, 1))) for i in picks]
     options = dict(
         window=data.draw(st.none() | st.integers(0, 3)),
         parent=data.draw(st.booleans()),
@@ -105,6 +107,33 @@ def test_payload_properties(index, data):
     if options["order"] == "score":
         scores = [p.score for p in payload.passages]
         assert scores == sorted(scores, reverse=True)
+
+
+def test_leaves_and_payload_objects(index):
+    """Hand-built hits from the public constructor; passages share the document text."""
+    doc_id = index.doc_ids[0]
+    leaves = index.leaves(doc_id)
+    text = index.document(doc_id)
+    assert leaves and all(h.doc_id == doc_id and text[h.start:h.end] == h.text for h in leaves)
+    assert [h.start for h in leaves] == sorted(h.start for h in leaves)
+    assert len(index.leaves()) == index.leaf_count
+    payload = index.expand(leaves[:3], window=1)
+    p = payload.passages[0]
+    assert p.document is text and p.text == text[p.start:p.end]
+    assert set(p.hits) <= set(leaves[:3]) and payload.dropped == []
+    assert payload == index.expand(tuple(leaves[:3]), window=1)
+    assert f"start={p.start}" in repr(p) and "document" not in repr(p)
+    with pytest.raises(TypeError, match="not a Hit"):
+        index.expand([(1, 0.5)])
+    with pytest.raises(KeyError, match="no document"):
+        index.leaves("missing.md")
+
+
+def test_query_uses_the_recommended_policy(index):
+    q = "unicode identifier tables"
+    assert index.query(q) == index.expand(index.search(q, k=50), window=0, budget_tokens=1000)
+    assert index.query(q, k=5, auto_merge=0.5) == index.expand(index.search(q, k=5), auto_merge=0.5,
+                                                              budget_tokens=1000)
 
 
 def reference_auto_merge(index: Index, hits: list[Hit], ratio: float) -> set[tuple[str, int, int]]:
@@ -156,7 +185,7 @@ def test_auto_merge_on_a_hand_built_tree(encoder):
                             "Four dogs barked.", "Five dogs ate."]
 
     def hit(text: str, score: float) -> Hit:
-        return index._hit(leaves[text].leaf, score)
+        return replace(leaves[text], score=score)
 
     alpha = TREE_DOC[:TREE_DOC.index("\n\n# Beta")]
     # 2 of 4 children: 0.5 is not above 0.5
@@ -280,5 +309,12 @@ def test_cli_build_and_query(tmp_path, model_cache, capsys):
     assert main(["query", str(out), "which dogs barked?", "--k", "2", "--window", "1", "--budget", "50"]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith(f"[1] {doc}:") and "Four dogs barked." in printed
+    # the defaults: the recommended policy (50 hits, sent as they are, within 1,000 tokens)
+    assert main(["query", str(out), "which dogs barked?", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    index = Index.load(out)
+    expected = index.expand(index.search("which dogs barked?", k=50), window=0, budget_tokens=1000)
+    assert [(p["doc_id"], p["start"], p["end"]) for p in payload["passages"]] == \
+        [(p.doc_id, p.start, p.end) for p in expected.passages]
     assert main(["query", str(tmp_path / "nope"), "x"]) == 2
     assert "no index folder" in capsys.readouterr().err

@@ -1,9 +1,11 @@
 """Type stubs of chunkforge's native (Rust) module."""
 
-from typing import Iterable
+from typing import Any, Iterable, Sequence, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+
+_T = TypeVar("_T")
 
 class Tokenizer:
     @staticmethod
@@ -95,3 +97,16 @@ class Expander:
         pack: str = "skip",
         trim: bool = False,
     ) -> tuple[list[tuple[int, int, int, int, float, int, list[int]]], list[int]]: ...
+    def expand_objects(
+        self,
+        hits: Sequence[Any],
+        docs: list[Any],
+        passage_type: type[_T],
+        window: int | None = None,
+        parent: bool = False,
+        auto_merge: float | None = None,
+        budget: int | None = None,
+        order: str = "score",
+        pack: str = "skip",
+        trim: bool = False,
+    ) -> tuple[list[_T], list[Any]]: ...

@@ -24,14 +24,15 @@ import os
 import shutil
 import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
 from . import _native
+from ._recommended import RECOMMENDED
 from .chunkers import SentenceChunker
 from .chunkers._base import check_int
 from .chunkers.hierarchy import node_id
@@ -76,27 +77,42 @@ class Hit:
     leaf: int
 
 
-@dataclass(frozen=True, slots=True)
-class Passage:
-    """A span of one document to hand the generator: ``text == document[start:end]``,
-    ``token_count`` its exact size, ``score`` the best of the ``hits`` it covers."""
+class Passage(NamedTuple):
+    """A span of one document to hand the generator: ``token_count`` is the exact
+    size of ``text == document[start:end]``, ``score`` the best of the ``hits`` it
+    covers. A named tuple made by native code; ``document`` is the whole text of
+    the document (shared, not copied), ``text`` is sliced from it when read.
+
+    >>> p = Passage("a.md", 0, 5, 1, 1.0, ("Intro",), (), "Hello, world")
+    >>> p.text, p
+    ('Hello', Passage(doc_id='a.md', start=0, end=5, token_count=1, score=1.0, heading_path=('Intro',), hits=0, text='Hello'))
+    """
 
     doc_id: str
     start: int
     end: int
-    text: str
     token_count: int
     score: float
     heading_path: tuple[str, ...]
     hits: tuple[Hit, ...]
+    document: str
+
+    @property
+    def text(self) -> str:
+        """The passage's text, ``document[start:end]``."""
+        return self.document[self.start:self.end]
+
+    def __repr__(self) -> str:
+        text = self.text if self.end - self.start <= 60 else self.text[:57] + "..."
+        return (f"Passage(doc_id={self.doc_id!r}, start={self.start}, end={self.end}, token_count={self.token_count}, "
+                f"score={self.score!r}, heading_path={self.heading_path!r}, hits={len(self.hits)}, text={text!r})")
 
 
-@dataclass(frozen=True, slots=True)
-class Payload:
+class Payload(NamedTuple):
     """Passages (no character twice) and the hits the budget left out."""
 
     passages: list[Passage]
-    dropped: list[Hit] = field(default_factory=list)
+    dropped: Sequence[Hit] = ()
 
     @property
     def token_count(self) -> int:
@@ -106,7 +122,7 @@ class Payload:
     def render(self) -> str:
         """The passages as text, each headed by its citation ``[n] doc_id:start-end``.
 
-        >>> Payload([Passage("a.md", 0, 5, "Hello", 1, 1.0, ("Intro",), ())]).render()
+        >>> Payload([Passage("a.md", 0, 5, 1, 1.0, ("Intro",), (), "Hello, world")]).render()
         '[1] a.md:0-5 (Intro)\\nHello'
         """
         blocks = []
@@ -234,6 +250,17 @@ class Index:
     def document(self, doc_id: str) -> str:
         """The text of a document."""
         return self._doc(doc_id).text
+
+    def leaves(self, doc_id: str | None = None, score: float = 1.0) -> list[Hit]:
+        """Every leaf (of one document, or of all in insertion order) as a
+        :class:`Hit` with ``score``, in text order: hits built by hand for
+        :meth:`expand` (re-ranked hits: ``dataclasses.replace(hit, score=s)``).
+
+        >>> [h.text for h in index.leaves("a.md")]  # doctest: +SKIP
+        ['# Cats', 'Cats purr.', 'They sleep a lot.']
+        """
+        docs = self._docs if doc_id is None else [self._doc(doc_id)]
+        return [self._hit(label, score) for doc in docs if doc is not None for label in doc.labels.tolist()]
 
     def add(self, docs: Iterable[str | Mapping[str, Any]]) -> None:
         """Adds documents: strings (ids ``doc-<n>``) or mappings with ``text``
@@ -546,26 +573,22 @@ class Index:
             raise ValueError(f"auto_merge must be a ratio in [0, 1), not {auto_merge!r}")
         if budget_tokens is not None:
             budget_tokens = check_int("budget_tokens", budget_tokens, 0)
-        try:
-            pairs = [(h.leaf, h.score) for h in hits]
-        except AttributeError as exc:
-            raise TypeError("hits must be a sequence of Hit (from Index.search)") from exc
-        rows, dropped = self._expander.expand(
-            pairs, window, bool(parent), auto_merge, budget_tokens, order, pack, bool(trim)
+        passages, dropped = self._expander.expand_objects(
+            hits, self._docs, Passage, window, bool(parent), auto_merge, budget_tokens, order, pack, bool(trim)
         )
-        docs = self._docs
-        passages = []
-        for slot, start, end, tokens, score, section, covered in rows:
-            doc = docs[slot]
-            passages.append(Passage(doc.doc_id, start, end, doc.text[start:end], tokens, score,  # type: ignore[union-attr]
-                                    doc.headings[section], tuple(hits[i] for i in covered)))  # type: ignore[union-attr]
-        return Payload(passages, [hits[i] for i in dropped])
+        return Payload(passages, dropped)
 
-    def query(self, question: str, k: int = 12, **expansion: Any) -> Payload:
+    def query(self, question: str, k: int = RECOMMENDED["k"], **expansion: Any) -> Payload:
         """:meth:`search` then :meth:`expand` (keyword arguments of :meth:`expand`).
+        Without ``window``, ``parent`` or ``auto_merge`` the hits are sent as they
+        are (``window=0``), and ``budget_tokens`` defaults to 1,000: the policy that
+        retrieved best at a fixed budget (``benches/results/expansion-eval.md``).
 
-        >>> index.query("how do I install it?", window=1, budget_tokens=1000).render()  # doctest: +SKIP
+        >>> index.query("how do I install it?").render()  # doctest: +SKIP
         """
+        if not expansion.keys() & {"window", "parent", "auto_merge"}:
+            expansion["window"] = RECOMMENDED["window"]
+        expansion.setdefault("budget_tokens", RECOMMENDED["budget_tokens"])
         return self.expand(self.search(question, k=k), **expansion)
 
     # -- persistence -------------------------------------------------------

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from ._recommended import RECOMMENDED
 from .cli import JSONL_SUFFIXES, InputError, expand, json_object, read_jsonl, read_text_file, record_text
 
 
@@ -41,12 +42,16 @@ def add_parsers(commands: Any) -> None:
     )
     query.add_argument("index", metavar="INDEX", help="index folder (from `chunkforge index build`)")
     query.add_argument("question")
-    query.add_argument("--k", type=int, default=12, metavar="N", help="leaves to retrieve (default 12)")
+    query.add_argument("--k", type=int, default=RECOMMENDED["k"], metavar="N",
+                       help=f"leaves to retrieve (default {RECOMMENDED['k']})")
     how = query.add_mutually_exclusive_group()
-    how.add_argument("--window", type=int, metavar="W", help="W sentences either side of each hit")
+    how.add_argument("--window", type=int, metavar="W",
+                     help=f"W sentences either side of each hit (default {RECOMMENDED['window']}: the hit sentences "
+                     "themselves, which retrieved best at a fixed budget, see benches/results/expansion-eval.md)")
     how.add_argument("--auto-merge", type=float, metavar="RATIO", help="merge into parents above RATIO of children")
     how.add_argument("--parent", action="store_true", help="return each hit's parent")
-    query.add_argument("--budget", type=int, metavar="TOKENS", help="token budget of the payload")
+    query.add_argument("--budget", type=int, default=RECOMMENDED["budget_tokens"], metavar="TOKENS",
+                       help=f"token budget of the payload (default {RECOMMENDED['budget_tokens']}; 0: no budget)")
     query.add_argument("--order", choices=("score", "document"), default="score", help="passage order")
     query.add_argument("--pack", choices=("skip", "stop"), default="skip", help="a passage over the budget")
     query.add_argument("--trim", action="store_true", help="trim the first passage over the budget to sentences")
@@ -99,8 +104,10 @@ def run(args: argparse.Namespace) -> str:
     try:
         hits = index.search(args.question, k=args.k, doc_id=args.doc_id, source=args.source,
                             heading_prefix=args.heading)
-        payload = index.expand(hits, window=args.window, parent=args.parent, auto_merge=args.auto_merge,
-                               budget_tokens=args.budget, order=args.order, pack=args.pack, trim=args.trim)
+        window = RECOMMENDED["window"] if args.window is None and not args.parent and args.auto_merge is None \
+            else args.window
+        payload = index.expand(hits, window=window, parent=args.parent, auto_merge=args.auto_merge,
+                               budget_tokens=args.budget or None, order=args.order, pack=args.pack, trim=args.trim)
     except (ValueError, TypeError) as exc:
         raise InputError(str(exc)) from exc
     if args.json:
