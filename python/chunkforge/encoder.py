@@ -238,6 +238,17 @@ class Encoder:
             stacklevel=stacklevel,
         )
 
+    @property
+    def special_token_counts(self) -> tuple[int, int]:
+        """How many special tokens the model puts before and after a text (``(1, 1)``
+        for ``[CLS] ... [SEP]``); a text gets ``max_length`` minus both."""
+        return self._specials
+
+    def token_states(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        """The graph's token outputs, ``(batch, length, dim)``, for ready-made
+        ``(batch, length)`` inputs (e.g. windows of a longer text's token ids)."""
+        return self._run(self._session, input_ids, attention_mask)
+
     def _run(self, session: ort.InferenceSession, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         feed = {name: feed[name].astype(dtype, copy=False) for name, dtype in self._inputs.items()}

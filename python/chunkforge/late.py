@@ -78,7 +78,7 @@ class LateChunker:
             raise TypeError(f"encoder must be a chunkforge.Encoder, not {type(encoder).__name__}")
         self.chunker = chunker
         self.encoder = encoder
-        head, tail = encoder._specials
+        head, tail = encoder.special_token_counts
         self.window = encoder.max_length - head - tail
         self.window_overlap = check_int("window_overlap", window_overlap, 0)
         if self.window_overlap >= self.window:
@@ -178,7 +178,7 @@ class LateChunker:
         for r, row in enumerate(rows):
             ids[r, :len(row)] = row
             mask[r, :len(row)] = 1
-        states = self.encoder._run(self.encoder._session, ids, mask)
+        states = self.encoder.token_states(ids, mask)
         for r, (d, w) in enumerate(batch):
             tok = docs[d][1]
             lo, hi = np.searchsorted(tok.window, [w, w + 1])
