@@ -4,7 +4,9 @@
 //! passages: sentence windows around each hit, the hit's parent, or parents
 //! merged bottom-up when enough of their children were hit (LlamaIndex's
 //! auto-merging). Spans of one document that overlap or touch become one
-//! passage (no character twice), and passages are packed into a token budget.
+//! passage (no character twice). Under a token budget each hit's span is taken
+//! in score order and merged with what it overlaps only while the merged
+//! passage fits, so a best hit that fits alone is never crowded out.
 //!
 //! Everything structural is precomputed when a document is added (its words'
 //! token prefix sums, node token counts, the sentences each leaf overlaps,
@@ -34,6 +36,8 @@ pub struct Node {
     leaf: u32,
     /// Tokens of the node's text encoded alone.
     tokens: u32,
+    /// Words of the text starting before the node's start and end.
+    words: (u32, u32),
 }
 
 /// A document's text, tokenization and structure (all offsets in code points).
@@ -49,6 +53,8 @@ pub struct Doc {
     leaves: Vec<u32>,
     /// Sentences `[a, b)` overlapping each leaf.
     leaf_sentences: Vec<(u32, u32)>,
+    /// Words of the text starting before each sentence's start and end.
+    sentence_words: Vec<(u32, u32)>,
 }
 
 /// What a document is made of, as given by the indexer (code point offsets).
@@ -87,7 +93,7 @@ impl Doc {
             if parent != NONE && parent as usize >= i {
                 return Err(format!("node {i}: parent {parent} must come before it"));
             }
-            nodes.push(Node { start, end, parent, section, children: 0, leaf: NONE, tokens: 0 });
+            nodes.push(Node { start, end, parent, section, children: 0, leaf: NONE, tokens: 0, words: (0, 0) });
         }
         for i in 0..nodes.len() {
             let p = nodes[i].parent;
@@ -123,7 +129,15 @@ impl Doc {
             nodes,
             leaves: input.leaves,
             leaf_sentences,
+            sentence_words: vec![],
         };
+        let words = |x: u32| Sizer::words_before(&doc.tokens, doc.byte(x));
+        let sentence_words = doc.sentences.iter().map(|&(s, e)| (words(s), words(e))).collect();
+        let node_words: Vec<(u32, u32)> = doc.nodes.iter().map(|n| (words(n.start), words(n.end))).collect();
+        doc.sentence_words = sentence_words;
+        for (n, w) in doc.nodes.iter_mut().zip(node_words) {
+            n.words = w;
+        }
         let counts: Vec<u32> = tk.with_cache(|cache| {
             let mut sz = doc.sizer(tk, cache);
             doc.nodes.iter().map(|n| sz_count(&doc, &mut sz, n.start, n.end)).collect()
@@ -147,6 +161,17 @@ impl Doc {
         s >= e || self.text[self.byte(s)..self.byte(e)].chars().all(char::is_whitespace)
     }
 
+    /// `[s, e)` without its leading and trailing whitespace.
+    fn trim(&self, s: u32, e: u32) -> (u32, u32) {
+        let text = &self.text[self.byte(s)..self.byte(e)];
+        let lead = text.chars().take_while(|c| c.is_whitespace()).count() as u32;
+        if s + lead >= e {
+            return (e, e);
+        }
+        let trail = text.chars().rev().take_while(|c| c.is_whitespace()).count() as u32;
+        (s + lead, e - trail)
+    }
+
     /// The text between code points `s` and `e`.
     #[cfg(test)]
     fn slice(&self, s: u32, e: u32) -> &str {
@@ -154,8 +179,22 @@ impl Doc {
     }
 }
 
+/// True when a unit `(score, start, end)` gives a passage its score and section
+/// rather than `b`: a higher score, then the earlier (and longer) span, as in
+/// [`Store::merge`]'s sweep.
+fn better(a: (f64, u32, u32), b: (f64, u32, u32)) -> bool {
+    a.0 > b.0 || (a.0 == b.0 && (a.1, std::cmp::Reverse(a.2)) < (b.1, std::cmp::Reverse(b.2)))
+}
+
 fn sz_count(doc: &Doc, sz: &mut Sizer<'_>, s: u32, e: u32) -> u32 {
     sz.exact(doc.byte(s), doc.byte(e)) as u32
+}
+
+/// [`sz_count`] of a span with its ends' word indices (see [`Node::words`]),
+/// [`NONE`] where unknown.
+fn span_count(doc: &Doc, sz: &mut Sizer<'_>, s: u32, e: u32, words: (u32, u32)) -> u32 {
+    let words = (words.0 != NONE && words.1 != NONE).then_some(words);
+    sz.exact_at(doc.byte(s), doc.byte(e), words) as u32
 }
 
 /// How hits become passages.
@@ -206,9 +245,19 @@ struct Unit {
     node: u32,
     start: u32,
     end: u32,
+    /// Words of the text starting before `start` and `end`.
+    words: (u32, u32),
     score: f64,
     section: u32,
     hits: Vec<u32>,
+}
+
+/// A passage taken while packing: the `(score, start, end)` of the unit its
+/// score and section come from, and its ends' word indices ([`NONE`] if unknown).
+struct Taken {
+    p: Passage,
+    key: (f64, u32, u32),
+    words: (u32, u32),
 }
 
 /// All documents of an index, and the map from leaf labels to leaves.
@@ -275,14 +324,25 @@ impl Store {
             }
         }
         tk.with_cache(|cache| {
-            let passages = self.merge(units, tk, cache);
-            Ok(self.pack(passages, hits, p, tk, cache))
+            let mut out = match p.budget {
+                None => Payload { passages: self.merge(units, tk, cache), dropped: vec![] },
+                Some(budget) => self.pack(units, hits, budget, p, tk, cache),
+            };
+            out.passages.sort_by(|a, b| b.score.total_cmp(&a.score).then((a.doc, a.start).cmp(&(b.doc, b.start))));
+            if p.by_document {
+                let mut rank: FxHashMap<u32, usize> = FxHashMap::default();
+                for (i, passage) in out.passages.iter().enumerate() {
+                    rank.entry(passage.doc).or_insert(i);
+                }
+                out.passages.sort_by_key(|x| (rank[&x.doc], x.start));
+            }
+            Ok(out)
         })
     }
 
     /// One unit per distinct hit leaf (a leaf hit twice keeps its best score).
     fn leaf_units(&self, hits: &[(u64, f64)]) -> Result<Vec<Unit>, String> {
-        let mut seen: FxHashMap<(u32, u32), usize> = FxHashMap::default();
+        let mut seen: FxHashMap<(u32, u32), usize> = FxHashMap::with_capacity_and_hasher(hits.len(), Default::default());
         let mut units: Vec<Unit> = Vec::with_capacity(hits.len());
         for (i, &(label, score)) in hits.iter().enumerate() {
             let &(slot, leaf) = self.labels.get(label as usize).unwrap_or(&(NONE, NONE));
@@ -301,14 +361,14 @@ impl Store {
             let node = doc.leaves[leaf as usize];
             let n = &doc.nodes[node as usize];
             seen.insert((slot, leaf), units.len());
-            units.push(Unit { doc: slot, node, start: n.start, end: n.end, score, section: n.section, hits: vec![i as u32] });
+            units.push(Unit { doc: slot, node, start: n.start, end: n.end, words: n.words, score, section: n.section, hits: vec![i as u32] });
         }
         Ok(units)
     }
 
     fn node_unit(&self, doc: u32, node: u32, score: f64, hits: Vec<u32>) -> Unit {
         let n = &self.docs[doc as usize].as_ref().unwrap().nodes[node as usize];
-        Unit { doc, node, start: n.start, end: n.end, score, section: n.section, hits }
+        Unit { doc, node, start: n.start, end: n.end, words: n.words, score, section: n.section, hits }
     }
 
     /// LlamaIndex's AutoMergingRetriever: while some parent has more than
@@ -378,8 +438,12 @@ impl Store {
         while (hi as usize) < doc.sentences.len() && hi - b < w && doc.sentence_section[hi as usize] == sec {
             hi += 1;
         }
-        u.start = u.start.min(doc.sentences[lo as usize].0);
-        u.end = u.end.max(doc.sentences[hi as usize - 1].1);
+        if doc.sentences[lo as usize].0 < u.start {
+            (u.start, u.words.0) = (doc.sentences[lo as usize].0, doc.sentence_words[lo as usize].0);
+        }
+        if doc.sentences[hi as usize - 1].1 > u.end {
+            (u.end, u.words.1) = (doc.sentences[hi as usize - 1].1, doc.sentence_words[hi as usize - 1].1);
+        }
         u.node = NONE;
     }
 
@@ -388,15 +452,19 @@ impl Store {
     fn merge(&self, mut units: Vec<Unit>, tk: &Tokenizer, cache: &mut WordCache) -> Vec<Passage> {
         units.sort_unstable_by(|a, b| (a.doc, a.start, std::cmp::Reverse(a.end)).cmp(&(b.doc, b.start, std::cmp::Reverse(b.end))));
         let mut out: Vec<Passage> = Vec::with_capacity(units.len());
-        let mut single_node: Vec<u32> = Vec::with_capacity(units.len());
+        // the node a passage is (NONE when it is not one), and its ends' word indices
+        let mut single_node: Vec<(u32, (u32, u32))> = Vec::with_capacity(units.len());
         for u in units {
             if let Some(last) = out.last_mut() {
                 let doc = self.docs[u.doc as usize].as_ref().unwrap();
                 if last.doc == u.doc && (u.start <= last.end || doc.blank(last.end, u.start)) {
+                    let (node, words) = single_node.last_mut().unwrap();
                     if u.end > last.end || u.start < last.start {
-                        *single_node.last_mut().unwrap() = NONE;
+                        *node = NONE;
                     }
-                    last.end = last.end.max(u.end);
+                    if u.end > last.end {
+                        (last.end, words.1) = (u.end, u.words.1);
+                    }
                     if u.score > last.score {
                         last.score = u.score;
                         last.section = u.section;
@@ -405,65 +473,221 @@ impl Store {
                     continue;
                 }
             }
-            single_node.push(u.node);
+            single_node.push((u.node, u.words));
             out.push(Passage { doc: u.doc, start: u.start, end: u.end, tokens: 0, score: u.score, section: u.section, hits: u.hits });
         }
-        for (p, node) in out.iter_mut().zip(single_node) {
+        for (p, (node, words)) in out.iter_mut().zip(single_node) {
             p.hits.sort_unstable();
             p.hits.dedup();
             let doc = self.docs[p.doc as usize].as_ref().unwrap();
             p.tokens = if node != NONE {
                 doc.nodes[node as usize].tokens
             } else {
-                sz_count(doc, &mut doc.sizer(tk, cache), p.start, p.end)
+                span_count(doc, &mut doc.sizer(tk, cache), p.start, p.end, words)
             };
         }
         out
     }
 
-    /// Packs passages by score into the budget and orders them.
-    fn pack(&self, mut passages: Vec<Passage>, hits: &[(u64, f64)], p: &Params, tk: &Tokenizer, cache: &mut WordCache) -> Payload {
-        passages.sort_by(|a, b| b.score.total_cmp(&a.score).then((a.doc, a.start).cmp(&(b.doc, b.start))));
-        let mut out = Payload::default();
-        if let Some(budget) = p.budget {
-            let mut used = 0usize;
-            let mut rest = passages.into_iter();
-            for mut passage in rest.by_ref() {
-                if used + passage.tokens as usize <= budget {
-                    used += passage.tokens as usize;
-                    out.passages.push(passage);
+    /// Packs units into `budget` tokens in score order (each unit ranked by its
+    /// best hit): a unit inside a passage already taken only adds its hits to it;
+    /// otherwise it is merged with the taken passages it overlaps or touches when
+    /// the merged passage (exact count) still fits, else its parts not yet
+    /// covered are taken alone when they fit, else it is skipped (or packing
+    /// stops, or with `trim` its part holding its best hit is trimmed to whole
+    /// sentences, and packing stops). Hits no passage covers are dropped. With a
+    /// budget no passage can exceed, the passages are those of [`Self::merge`].
+    fn pack(&self, mut units: Vec<Unit>, hits: &[(u64, f64)], budget: usize, p: &Params, tk: &Tokenizer, cache: &mut WordCache) -> Payload {
+        let best = |u: &Unit| u.hits.iter().map(|&h| hits[h as usize].1).fold(f64::NEG_INFINITY, f64::max);
+        let mut order: Vec<(f64, u32)> = units.iter().enumerate().map(|(i, u)| (best(u), i as u32)).collect();
+        order.sort_unstable_by(|&(x, i), &(y, j)| {
+            let (a, b) = (&units[i as usize], &units[j as usize]);
+            y.total_cmp(&x).then((a.doc, a.start, std::cmp::Reverse(a.end)).cmp(&(b.doc, b.start, std::cmp::Reverse(b.end))))
+        });
+        // taken passages, each with the (score, start, end) of the unit its section comes from
+        let mut taken: Vec<Taken> = Vec::with_capacity(units.len());
+        let mut dropped: Vec<u32> = vec![];
+        let mut used = 0usize;
+        let mut stopped = false;
+        let mut touching: Vec<usize> = vec![];
+        let mut pieces: Vec<(u32, u32, Vec<u32>)> = vec![];
+        for &(_, i) in &order {
+            let u = &mut units[i as usize];
+            let doc = self.docs[u.doc as usize].as_ref().unwrap();
+            touching.clear();
+            let mut inside = None;
+            for (j, Taken { p: t, .. }) in taken.iter().enumerate() {
+                if t.doc != u.doc {
                     continue;
                 }
-                if p.trim {
-                    let before = passage.hits.clone();
-                    if self.trim(&mut passage, hits, budget - used, tk, cache) {
-                        out.dropped.extend(before.into_iter().filter(|h| !passage.hits.contains(h)));
-                        out.passages.push(passage);
-                    } else {
-                        out.dropped.extend(before);
+                if t.start <= u.start && u.end <= t.end {
+                    inside = Some(j);
+                    break;
+                }
+                let touches = if u.start <= t.end && t.start <= u.end {
+                    true
+                } else if t.end < u.start {
+                    doc.blank(t.end, u.start)
+                } else {
+                    doc.blank(u.end, t.start)
+                };
+                if touches {
+                    touching.push(j);
+                }
+            }
+            if let Some(j) = inside {
+                let Taken { p: t, key, .. } = &mut taken[j];
+                t.hits.append(&mut u.hits);
+                if better((u.score, u.start, u.end), *key) {
+                    (*key, t.score, t.section) = ((u.score, u.start, u.end), u.score, u.section);
+                }
+                continue;
+            }
+            let mut unit_hits = std::mem::take(&mut u.hits);
+            let u = &*u;
+            if !stopped {
+                // merged with the passages it overlaps or touches
+                let (mut s, mut e, mut words) = (u.start, u.end, u.words);
+                for &j in &touching {
+                    let t = &taken[j];
+                    if t.p.start < s {
+                        (s, words.0) = (t.p.start, t.words.0);
                     }
-                    break;
+                    if t.p.end > e {
+                        (e, words.1) = (t.p.end, t.words.1);
+                    }
                 }
-                out.dropped.extend(passage.hits);
-                if p.stop {
-                    break;
+                let freed: usize = touching.iter().map(|&j| taken[j].p.tokens as usize).sum();
+                let tokens = if touching.is_empty() && u.node != NONE {
+                    doc.nodes[u.node as usize].tokens
+                } else {
+                    span_count(doc, &mut doc.sizer(tk, cache), s, e, words)
+                };
+                if used - freed + tokens as usize <= budget {
+                    used = used - freed + tokens as usize;
+                    let mut key = (u.score, u.start, u.end);
+                    let mut merged = Passage { doc: u.doc, start: s, end: e, tokens, score: u.score, section: u.section, hits: unit_hits };
+                    touching.sort_unstable_by(|a, b| b.cmp(a));
+                    for &j in &touching {
+                        let Taken { p: t, key: k, .. } = taken.swap_remove(j);
+                        if better(k, key) {
+                            key = k;
+                            merged.section = t.section;
+                        }
+                        merged.hits.extend(t.hits);
+                    }
+                    merged.score = key.0;
+                    taken.push(Taken { p: merged, key, words });
+                    continue;
+                }
+                // alone, clipped to what the passages it touches do not cover
+                let mut placed = false;
+                if !touching.is_empty() {
+                    self.pieces(u, &unit_hits, &touching, &taken, hits, &mut pieces);
+                    let mut sz = doc.sizer(tk, cache);
+                    let counts: Vec<u32> = pieces.iter().map(|&(s, e, _)| sz_count(doc, &mut sz, s, e)).collect();
+                    let total: usize = counts.iter().map(|&c| c as usize).sum();
+                    if !pieces.is_empty() && used + total <= budget {
+                        used += total;
+                        placed = true;
+                        for ((s, e, on), tokens) in pieces.drain(..).zip(counts) {
+                            unit_hits.retain(|h| !on.contains(h));
+                            let passage = Passage { doc: u.doc, start: s, end: e, tokens, score: u.score, section: u.section, hits: on };
+                            taken.push(Taken { p: passage, key: (u.score, s, e), words: (NONE, NONE) });
+                        }
+                    }
+                } else if p.trim {
+                    pieces.clear();
+                    pieces.push((u.start, u.end, unit_hits.clone()));
+                }
+                // it does not fit: skip it, or stop there (trimming it first), unless
+                // all its hits are covered already (then only its context is left out)
+                let covered = |h: u32, taken: &[Taken]| {
+                    let (ls, le) = self.leaf_span(hits, h);
+                    touching.iter().any(|&j| taken[j].p.start <= ls && le <= taken[j].p.end)
+                };
+                if !placed && (p.trim || p.stop) && unit_hits.iter().any(|&h| !covered(h, &taken)) {
+                    if p.trim {
+                        // the part holding the unit's best hit, trimmed to whole sentences
+                        let top = |x: &(u32, u32, Vec<u32>)| x.2.iter().map(|&h| hits[h as usize].1).fold(f64::NEG_INFINITY, f64::max);
+                        if let Some((s, e, on)) = pieces.iter().max_by(|a, b| top(a).total_cmp(&top(b))).cloned() {
+                            let mut passage = Passage { doc: u.doc, start: s, end: e, tokens: 0, score: u.score, section: u.section, hits: on };
+                            if self.trim(&mut passage, hits, budget - used, tk, cache) {
+                                used += passage.tokens as usize;
+                                unit_hits.retain(|h| !passage.hits.contains(h));
+                                let key = (u.score, passage.start, passage.end);
+                                taken.push(Taken { p: passage, key, words: (NONE, NONE) });
+                            }
+                        }
+                    }
+                    stopped = true;
                 }
             }
-            for passage in rest {
-                out.dropped.extend(passage.hits);
+            // hits left: covered by a passage this unit touches, or dropped
+            for h in unit_hits {
+                let (ls, le) = self.leaf_span(hits, h);
+                match touching.iter().find(|&&j| taken[j].p.start <= ls && le <= taken[j].p.end) {
+                    Some(&j) => taken[j].p.hits.push(h),
+                    None => dropped.push(h),
+                }
             }
-            out.dropped.sort_unstable();
-        } else {
-            out.passages = passages;
         }
-        if p.by_document {
-            let mut rank: FxHashMap<u32, usize> = FxHashMap::default();
-            for (i, passage) in out.passages.iter().enumerate() {
-                rank.entry(passage.doc).or_insert(i);
+        let mut passages: Vec<Passage> = taken.into_iter().map(|t| t.p).collect();
+        for passage in passages.iter_mut() {
+            passage.hits.sort_unstable();
+            passage.hits.dedup();
+        }
+        dropped.sort_unstable();
+        Payload { passages, dropped }
+    }
+
+    /// Span of the leaf of hit `h`.
+    fn leaf_span(&self, hits: &[(u64, f64)], h: u32) -> (u32, u32) {
+        let (slot, leaf) = self.labels[hits[h as usize].0 as usize];
+        let doc = self.docs[slot as usize].as_ref().unwrap();
+        let n = &doc.nodes[doc.leaves[leaf as usize] as usize];
+        (n.start, n.end)
+    }
+
+    /// The parts of `u` outside the `touching` passages, trimmed of whitespace,
+    /// that hold at least one of `unit_hits` (with those hits) and are not
+    /// flush against a passage (no whitespace between would make them one).
+    fn pieces(&self, u: &Unit, unit_hits: &[u32], touching: &[usize], taken: &[Taken], hits: &[(u64, f64)], out: &mut Vec<(u32, u32, Vec<u32>)>) {
+        out.clear();
+        let doc = self.docs[u.doc as usize].as_ref().unwrap();
+        let mut cover: Vec<(u32, u32)> = touching.iter().map(|&j| (taken[j].p.start, taken[j].p.end)).collect();
+        cover.sort_unstable();
+        let mut at = u.start;
+        let mut gaps: Vec<(u32, u32)> = Vec::with_capacity(cover.len() + 1);
+        for &(s, e) in &cover {
+            if s > at {
+                gaps.push((at, s.min(u.end)));
             }
-            out.passages.sort_by_key(|x| (rank[&x.doc], x.start));
+            at = at.max(e);
         }
-        out
+        if at < u.end {
+            gaps.push((at, u.end));
+        }
+        for (gs, ge) in gaps {
+            if gs >= ge {
+                continue;
+            }
+            let (s, e) = doc.trim(gs, ge);
+            if s >= e || cover.iter().any(|&(cs, ce)| ce == s || cs == e) {
+                continue;
+            }
+            let on: Vec<u32> = unit_hits
+                .iter()
+                .copied()
+                .filter(|&h| {
+                    let (ls, le) = self.leaf_span(hits, h);
+                    s <= ls && le <= e
+                })
+                .collect();
+            if !on.is_empty() {
+                out.push((s, e, on));
+            }
+        }
     }
 
     /// Shrinks `passage` to whole sentences around its best hit within
@@ -593,5 +817,35 @@ mod tests {
         let out = st.expand(&tk, &[(10, 0.9), (12, 0.5)], &p).unwrap();
         assert_eq!(out.passages.len(), 1);
         assert_eq!(out.dropped, vec![1]);
+    }
+
+    #[test]
+    fn packing_takes_the_best_hit_before_merging() {
+        let tk = tokenizer();
+        let st = store(&tk);
+        let doc = st.doc(0).unwrap();
+        let count = |s: u32, e: u32| tk.with_cache(|c| tk.count(doc.slice(s, e), c)).unwrap();
+        let hits = [(10, 0.9), (12, 0.5)];
+        // window 1: [0, 1] and [1, 3]; merged they are the whole text, which does
+        // not fit: the best hit's window is taken alone, the other hit dropped
+        let budget = count(0, 22) + 1;
+        let p = Params { window: Some(1), budget: Some(budget), ..Default::default() };
+        let out = st.expand(&tk, &hits, &p).unwrap();
+        assert_eq!(out.passages.iter().map(|p| (p.start, p.end, p.hits.clone())).collect::<Vec<_>>(), vec![(0, 22, vec![0])]);
+        assert_eq!(out.dropped, vec![1]);
+        // room for the rest of the second window too: merged into one passage
+        let p = Params { budget: Some(count(0, 46)), ..p };
+        let out = st.expand(&tk, &hits, &p).unwrap();
+        assert_eq!(out.passages.iter().map(|p| (p.start, p.end, p.tokens)).collect::<Vec<_>>(), vec![(0, 46, count(0, 46) as u32)]);
+        assert_eq!(out, st.expand(&tk, &hits, &Params { budget: None, ..p }).unwrap());
+        // trim: the uncovered part of the second window, cut to the hit's sentence
+        let p = Params { budget: Some(count(0, 22) + count(23, 33)), trim: true, ..p };
+        let out = st.expand(&tk, &hits, &p).unwrap();
+        assert_eq!(out.passages.iter().map(|p| (p.start, p.end)).collect::<Vec<_>>(), vec![(0, 22), (23, 33)]);
+        assert!(out.dropped.is_empty());
+        // a hit inside a taken passage is covered by it, whatever the budget left
+        let p = Params { window: Some(2), budget: Some(count(0, 46)), ..Default::default() };
+        let out = st.expand(&tk, &[(11, 0.9), (12, 0.5), (13, 0.4)], &p).unwrap();
+        assert_eq!((out.passages.len(), out.passages[0].hits.clone(), out.dropped.len()), (1, vec![0, 1, 2], 0));
     }
 }

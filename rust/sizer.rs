@@ -28,6 +28,25 @@ impl<'a> Sizer<'a> {
     /// its end together with the previous one (a trailing whitespace run joins
     /// the whitespace before it); everything between comes from the prefix sums.
     pub fn count(&mut self, s: usize, e: usize) -> usize {
+        self.count_at(s, e, None)
+    }
+
+    /// The number of words starting before byte `x`: with those of a span's
+    /// ends, [`Self::exact_at`] skips its two binary searches.
+    pub fn words_before(doc: &DocTokens, x: usize) -> u32 {
+        doc.word_start.partition_point(|&w| (w as usize) < x) as u32
+    }
+
+    /// [`Self::exact`], given `(words_before(s), words_before(e))` when known.
+    pub fn exact_at(&mut self, s: usize, e: usize, words: Option<(u32, u32)>) -> usize {
+        if self.doc.exact_words {
+            self.count_at(s, e, words)
+        } else {
+            self.recount(s, e)
+        }
+    }
+
+    fn count_at(&mut self, s: usize, e: usize, words: Option<(u32, u32)>) -> usize {
         if s >= e {
             return 0;
         }
@@ -41,8 +60,10 @@ impl<'a> Sizer<'a> {
         let start_of = |k: usize| doc.word_start[k] as usize;
         let end_of = |k: usize| doc.word_end[k] as usize;
         // words [i, j) start inside the span
-        let mut i = doc.word_start.partition_point(|&x| (x as usize) < s);
-        let mut j = doc.word_start.partition_point(|&x| (x as usize) < e);
+        let (mut i, mut j) = match words {
+            Some((i, j)) => (i as usize, j as usize),
+            None => (Self::words_before(doc, s) as usize, Self::words_before(doc, e) as usize),
+        };
         let mut head = s; // [s, head) is recounted
         if i > 0 && end_of(i - 1) > s {
             head = end_of(i - 1).min(e);

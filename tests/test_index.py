@@ -109,6 +109,46 @@ def test_payload_properties(index, data):
         assert scores == sorted(scores, reverse=True)
 
 
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_budget_covers_the_best_hit(index, data):
+    """Packing takes the hits' expansions in score order before merging them:
+    the best-scored hit is covered whenever its own expansion (window, parent or
+    auto-merged parent) fits the budget; a budget nothing exceeds packs exactly
+    what no budget gives."""
+    pool = all_hits(index)
+    picks = data.draw(st.lists(st.integers(0, len(pool) - 1), min_size=1, max_size=50, unique=True))
+    scores = data.draw(st.lists(st.floats(0, 1), min_size=len(picks), max_size=len(picks), unique=True))
+    hits = [replace(pool[i], score=s) for i, s in zip(picks, scores)]
+    options = dict(
+        window=data.draw(st.none() | st.integers(0, 3)),
+        parent=data.draw(st.booleans()),
+        auto_merge=data.draw(st.none() | st.sampled_from([0.0, 0.3, 0.5, 0.75])),
+        order=data.draw(st.sampled_from(["score", "document"])),
+        pack=data.draw(st.sampled_from(["skip", "stop"])),
+        trim=data.draw(st.booleans()),
+    )
+    best = max(hits, key=lambda h: h.score)
+    # the best hit's own expansion: its auto-merged parent, else its leaf widened alone
+    own = index.expand([best], window=options["window"], parent=options["parent"]).passages[0]
+    span = (own.start, own.end)
+    if options["auto_merge"] is not None:
+        units = auto_merge_nodes(index, hits, options["auto_merge"])
+        if (best.doc_id, leaf_node(index, best)) not in units:
+            (node,) = [n for (d, n), doc in units.items()
+                       if d == best.doc_id and doc.nodes[n, 0] <= best.start and best.end <= doc.nodes[n, 1]]
+            nodes = index._docs[int(index._label_slot[best.leaf])].nodes
+            span = (int(nodes[node, 0]), int(nodes[node, 1]))
+    size = index.tokenizer.count(index.document(best.doc_id)[span[0]:span[1]])
+    budget = data.draw(st.integers(0, 3 * size + 50))
+    payload = index.expand(hits, budget_tokens=budget, **options)
+    assert payload.token_count <= budget
+    covering = [p for p in payload.passages if any(h is best for h in p.hits)]
+    if size <= budget:
+        assert covering and covering[0].start <= span[0] and span[1] <= covering[0].end
+    assert index.expand(hits, budget_tokens=10**9, **options) == index.expand(hits, **options)
+
 def test_leaves_and_payload_objects(index):
     """Hand-built hits from the public constructor; passages share the document text."""
     doc_id = index.doc_ids[0]
@@ -131,13 +171,23 @@ def test_leaves_and_payload_objects(index):
 
 def test_query_uses_the_recommended_policy(index):
     q = "unicode identifier tables"
-    assert index.query(q) == index.expand(index.search(q, k=50), window=0, budget_tokens=1000)
+    assert index.query(q) == index.expand(index.search(q, k=24), window=2, budget_tokens=1000)
     assert index.query(q, k=5, auto_merge=0.5) == index.expand(index.search(q, k=5), auto_merge=0.5,
                                                               budget_tokens=1000)
 
 
 def reference_auto_merge(index: Index, hits: list[Hit], ratio: float) -> set[tuple[str, int, int]]:
     """LlamaIndex's AutoMergingRetriever merge loop over the index's tree, in Python."""
+    units = auto_merge_nodes(index, hits, ratio)
+    return {(doc_id, int(doc.nodes[n, 0]), int(doc.nodes[n, 1])) for (doc_id, n), doc in units.items()}
+
+
+def leaf_node(index: Index, hit: Hit) -> int:
+    return int(index._docs[int(index._label_slot[hit.leaf])].leaves[int(index._label_leaf[hit.leaf])])
+
+
+def auto_merge_nodes(index: Index, hits: list[Hit], ratio: float) -> dict:
+    """The merged units of :func:`reference_auto_merge`: ``{(doc_id, node): doc}``."""
     units = {}
     for h in hits:
         doc = index._docs[int(index._label_slot[h.leaf])]
@@ -159,7 +209,7 @@ def reference_auto_merge(index: Index, hits: list[Hit], ratio: float) -> set[tup
                 changed = True
         if not changed:
             break
-    return {(doc_id, int(doc.nodes[n, 0]), int(doc.nodes[n, 1])) for (doc_id, n), doc in units.items()}
+    return units
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -309,11 +359,11 @@ def test_cli_build_and_query(tmp_path, model_cache, capsys):
     assert main(["query", str(out), "which dogs barked?", "--k", "2", "--window", "1", "--budget", "50"]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith(f"[1] {doc}:") and "Four dogs barked." in printed
-    # the defaults: the recommended policy (50 hits, sent as they are, within 1,000 tokens)
+    # the defaults: the recommended policy (24 hits, 2 sentences either side, within 1,000 tokens)
     assert main(["query", str(out), "which dogs barked?", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     index = Index.load(out)
-    expected = index.expand(index.search("which dogs barked?", k=50), window=0, budget_tokens=1000)
+    expected = index.expand(index.search("which dogs barked?", k=24), window=2, budget_tokens=1000)
     assert [(p["doc_id"], p["start"], p["end"]) for p in payload["passages"]] == \
         [(p.doc_id, p.start, p.end) for p in expected.passages]
     assert main(["query", str(tmp_path / "nope"), "x"]) == 2

@@ -556,11 +556,13 @@ class Index:
         children); ``parent=True`` replaces each remaining leaf by its parent;
         ``window=w`` widens each remaining leaf by ``w`` sentences either side,
         within its section. Spans of one document that overlap or touch become one
-        passage (best score). With ``budget_tokens`` passages are taken by score
-        while they fit (exact token counts): ``pack="skip"`` skips one that does not
-        fit, ``"stop"`` stops there, ``trim=True`` cuts the first that does not fit
-        to whole sentences around its best hit and stops. Hits left out are in
-        ``dropped``. ``order="document"`` groups passages by document (documents by
+        passage (best score). With ``budget_tokens`` each hit's expansion is taken
+        in score order (exact token counts): merged with the passages already taken
+        that it overlaps or touches when the merged passage still fits, else alone,
+        clipped to what they do not cover, when that fits; else ``pack="skip"``
+        skips it, ``"stop"`` stops there, ``trim=True`` cuts it to whole sentences
+        around its best hit and stops. So the best hit is sent whenever its own
+        expansion fits the budget. Hits left out are in ``dropped``. ``order="document"`` groups passages by document (documents by
         their best passage) in text order.
 
         >>> payload = index.expand(index.search("install"), window=2, budget_tokens=500)  # doctest: +SKIP
@@ -580,9 +582,10 @@ class Index:
 
     def query(self, question: str, k: int = RECOMMENDED["k"], **expansion: Any) -> Payload:
         """:meth:`search` then :meth:`expand` (keyword arguments of :meth:`expand`).
-        Without ``window``, ``parent`` or ``auto_merge`` the hits are sent as they
-        are (``window=0``), and ``budget_tokens`` defaults to 1,000: the policy that
-        retrieved best at a fixed budget (``benches/results/expansion-eval.md``).
+        Without ``window``, ``parent`` or ``auto_merge`` each hit is widened by 2
+        sentences either side (``window=2``), and ``budget_tokens`` defaults to 1,000:
+        the policy that retrieved best at a fixed budget, with ``k=24``
+        (``benches/results/expansion-eval.md``).
 
         >>> index.query("how do I install it?").render()  # doctest: +SKIP
         """

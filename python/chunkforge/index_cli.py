@@ -46,8 +46,8 @@ def add_parsers(commands: Any) -> None:
                        help=f"leaves to retrieve (default {RECOMMENDED['k']})")
     how = query.add_mutually_exclusive_group()
     how.add_argument("--window", type=int, metavar="W",
-                     help=f"W sentences either side of each hit (default {RECOMMENDED['window']}: the hit sentences "
-                     "themselves, which retrieved best at a fixed budget, see benches/results/expansion-eval.md)")
+                     help=f"W sentences either side of each hit (default {RECOMMENDED['window']}, which retrieved "
+                     "best at a fixed budget, see benches/results/expansion-eval.md)")
     how.add_argument("--auto-merge", type=float, metavar="RATIO", help="merge into parents above RATIO of children")
     how.add_argument("--parent", action="store_true", help="return each hit's parent")
     query.add_argument("--budget", type=int, default=RECOMMENDED["budget_tokens"], metavar="TOKENS",
