@@ -7,7 +7,7 @@ batching with the fp32, optimized (fused) and int8 graphs; then the worst cosine
 of each to the PyTorch reference (13 texts) and to fp32 (the 2,000 texts), and
 ``embed_query`` latency on a 12-token query.
 
-    python benches/embed_bench.py [--rounds 3] [--budget 8192] [--json out.json]
+    python benches/embed_bench.py [--rounds 3] [--budget N] [--json out.json]
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def naive(enc: Encoder, batch: int = 32) -> Callable[[list[str]], np.ndarray]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--budget", type=int, default=8192, help="max_batch_tokens")
+    parser.add_argument("--budget", type=int, default=None, help="max_batch_tokens (default: the encoder's, 1024 on CPU)")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
 

@@ -167,7 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="warn",
         help="chunks longer than the model's max length: truncate with a warning (default), quietly, or stop",
     )
-    embed.add_argument("--max-batch-tokens", type=int, default=8192, metavar="N", help="padded tokens per batch")
+    embed.add_argument(
+        "--max-batch-tokens", type=int, metavar="N", help="padded tokens per batch (default: 1024 on CPU, 16384 on GPU)"
+    )
     embed.add_argument("--part-rows", type=int, default=PART_ROWS, metavar="N", help="chunks per resumable part")
     embed.add_argument("--threads", type=int, metavar="N", help="ONNX Runtime intra-op threads (default: all cores)")
     embed.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
