@@ -11,7 +11,7 @@ does), the native call alone on ``(label, score)`` pairs, and with ``--baseline
 REV`` the ``Index.expand`` wrapper of an earlier revision on the same hits, the
 variants taking turns in rounds of 100 queries.
 
-    python benches/expand_bench.py --leaves 100000 --baseline 8b95d7d --export /tmp/expand-data.json
+    python benches/expand_bench.py --leaves 100000 --baseline 8b95d7d --export expand-data.json
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ replaced by its sentence window, stored in its metadata as
 ``SentenceWindowNodeParser`` does). Needs llama-index-core; reads the file
 written by ``benches/expand_bench.py --export``.
 
-    /tmp/benchvenv/bin/python benches/llamaindex_expand.py /tmp/expand-data.json
+    bench-venv/bin/python benches/llamaindex_expand.py expand-data.json
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ LlamaIndex has no token limit: the largest chunk and the share over ``max_tokens
 are reported. LlamaIndex runs in its own virtual environment:
 
     python benches/semantic_bench.py [--docs 20] [--json out.json]
-    /tmp/benchvenv/bin/python benches/semantic_bench.py --llamaindex [--docs 20] [--json out.json]
+    bench-venv/bin/python benches/semantic_bench.py --llamaindex [--docs 20] [--json out.json]
 """
 
 from __future__ import annotations

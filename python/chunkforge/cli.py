@@ -47,6 +47,7 @@ from .chunkers import (
     language_for_path,
     node_id,
 )
+from .chunkers.markdown import syntax_for_path
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -196,7 +197,7 @@ class ChunkerSet:
     def key(self, name: str) -> str:
         """Which chunker handles the document called ``name``."""
         if self.strategy == "markdown":
-            key = "rst" if ".rst" in name else "markdown" if name.endswith((".md", ".markdown")) else "asciidoc"
+            key = syntax_for_path(name) or "asciidoc"  # plain text: AsciiDoc's titles cover underlined ones
         elif self.strategy == "code":
             language = language_for_path(name)
             if language is None:

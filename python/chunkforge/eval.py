@@ -451,7 +451,7 @@ class EmbeddingCache:
     """Vectors on disk (SQLite) keyed by (encoder, text hash): a sweep of configs
     embeds each distinct text once. ``embedded`` and ``reused`` count texts.
 
-    >>> cache = EmbeddingCache("/tmp/embeddings.sqlite")  # doctest: +SKIP
+    >>> cache = EmbeddingCache("embeddings.sqlite")  # doctest: +SKIP
     >>> vectors = cache.embed(Encoder.default(), ["a chunk", "another"])  # doctest: +SKIP
     """
 

@@ -34,6 +34,7 @@ import numpy as np
 from . import _native
 from ._recommended import RECOMMENDED
 from .chunkers import SentenceChunker
+from .chunkers.markdown import syntax_for_path
 from .chunkers._base import check_int
 from .chunkers.hierarchy import node_id
 from .tokenizer import DEFAULT_TOKENIZER, Tokenizer
@@ -51,7 +52,6 @@ except ImportError as exc:
     raise ImportError(f"chunkforge.Index needs hnswlib, bm25s and pyarrow ({INDEX_EXTRA})") from exc
 
 FORMAT = "chunkforge-index/1"
-SYNTAXES = {".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".adoc": "asciidoc", ".asciidoc": "asciidoc"}
 SECTION_TOKENS = 1 << 30
 Order = Literal["score", "document"]
 Pack = Literal["skip", "stop"]
@@ -154,7 +154,7 @@ class Index:
     ``leaf_tokens`` caps a leaf (a sentence); ``parent_tokens`` are the sizes of
     the levels between sections and leaves, largest first (``()``: leaves sit
     right under their section); ``structure`` picks the heading syntax
-    (``"auto"``: by the document id's suffix, ``.md``, ``.rst``, ``.adoc``; or
+    (``"auto"``: by the document id's suffix, see :func:`~chunkforge.chunkers.markdown.syntax_for_path`; or
     ``"markdown"``, ``"rst"``, ``"asciidoc"``, ``None``); ``hybrid`` adds BM25,
     fused with the dense ranking by reciprocal rank fusion with ``weights``
     ``(dense, bm25)`` and constant ``rrf_k``.
@@ -332,7 +332,7 @@ class Index:
     def _syntax(self, doc_id: str) -> str | None:
         if self.structure != "auto":
             return self.structure
-        return SYNTAXES.get(os.path.splitext(doc_id)[1].lower())
+        return syntax_for_path(doc_id)
 
     def _structure(self, doc_id: str, source: str, text: str, syntax: str | None) -> _Doc:
         """Sections, parents and sentence leaves of one document."""

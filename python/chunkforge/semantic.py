@@ -26,7 +26,7 @@ import numpy as np
 
 from . import _native
 from .chunk import Chunk
-from .chunkers._base import check_int
+from .chunkers._base import check_int, check_min_tokens
 from .chunkers.recursive import RecursiveChunker
 from .tokenizer import _as_list
 
@@ -65,9 +65,7 @@ class SemanticChunker:
         self.encoder = encoder
         self.tokenizer = encoder.tokenizer
         self.max_tokens = check_int("max_tokens", max_tokens, 1)
-        self.min_tokens = self.max_tokens // 16 if min_tokens is None else check_int("min_tokens", min_tokens, 0)
-        if self.min_tokens > self.max_tokens:
-            raise ValueError(f"min_tokens ({min_tokens}) must not exceed max_tokens ({max_tokens})")
+        self.min_tokens = self.max_tokens // 16 if min_tokens is None else check_min_tokens(min_tokens, self.max_tokens)
         self.window = check_int("window", window, 1)
         if isinstance(threshold, str):
             match = PERCENTILE.fullmatch(threshold)

@@ -38,6 +38,14 @@ def check_int(name: str, value: Any, minimum: int) -> int:
     return int(value)
 
 
+def check_min_tokens(min_tokens: Any, max_tokens: int) -> int:
+    """``min_tokens`` as an int in ``[0, max_tokens]``; errors name the parameter."""
+    value = check_int("min_tokens", min_tokens, 0)
+    if value > max_tokens:
+        raise ValueError(f"min_tokens ({value}) must not exceed max_tokens ({max_tokens})")
+    return value
+
+
 class BaseChunker:
     """Common surface of the chunkers. Subclasses set ``_native``."""
 

@@ -9,10 +9,27 @@ import numpy as np
 from .. import _native
 from ..chunk import Chunk
 from ..tokenizer import _as_list
-from ._base import BaseChunker, BatchSpans, Spans, check_int
+from ._base import BaseChunker, BatchSpans, Spans, check_int, check_min_tokens
 
 KINDS = ("text", "heading", "table", "code", "list", "quote", "html")
 SYNTAXES = ("markdown", "rst", "asciidoc")
+
+
+def syntax_for_path(name: str) -> str | None:
+    """The markup of a file from its name: ``markdown`` (``.md``), ``rst`` (``.rst``,
+    and Sphinx's ``.rst.txt`` sources), ``asciidoc`` (``.adoc``, ``.txt``) or None.
+
+    >>> syntax_for_path("guide.md"), syntax_for_path("api.rst.txt"), syntax_for_path("x.csv")
+    ('markdown', 'rst', None)
+    """
+    lower = name.lower()
+    if lower.endswith((".rst", ".rst.txt")):
+        return "rst"
+    if lower.endswith((".md", ".markdown")):
+        return "markdown"
+    if lower.endswith((".adoc", ".asciidoc", ".txt")):
+        return "asciidoc"
+    return None
 
 
 class MarkdownChunker(BaseChunker):
@@ -42,9 +59,7 @@ class MarkdownChunker(BaseChunker):
         syntax: str = "markdown",
     ) -> None:
         super().__init__(tokenizer, max_tokens, overlap)
-        self.min_tokens = check_int("min_tokens", min_tokens, 0)
-        if self.min_tokens > self.max_tokens:
-            raise ValueError(f"min_tokens ({min_tokens}) must not exceed max_tokens ({max_tokens})")
+        self.min_tokens = check_min_tokens(min_tokens, self.max_tokens)
         if syntax not in SYNTAXES:
             raise ValueError(f"syntax must be one of {', '.join(SYNTAXES)}, not {syntax!r}")
         self.syntax = syntax

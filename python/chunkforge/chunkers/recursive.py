@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .. import _native
-from ._base import BaseChunker, check_int
+from ._base import BaseChunker, check_int, check_min_tokens
 
 
 class RecursiveChunker(BaseChunker):
@@ -33,9 +33,7 @@ class RecursiveChunker(BaseChunker):
         min_tokens: int = 0,
     ) -> None:
         super().__init__(tokenizer, max_tokens, overlap)
-        self.min_tokens = check_int("min_tokens", min_tokens, 0)
-        if self.min_tokens > self.max_tokens:
-            raise ValueError(f"min_tokens ({min_tokens}) must not exceed max_tokens ({max_tokens})")
+        self.min_tokens = check_min_tokens(min_tokens, self.max_tokens)
         if separators is not None:
             if isinstance(separators, str) or not all(isinstance(s, str) for s in separators):
                 raise TypeError("separators must be a list of str")
