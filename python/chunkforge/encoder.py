@@ -21,7 +21,8 @@ import importlib.util
 import json
 import os
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -39,11 +40,16 @@ try:
     import onnxruntime as ort
 except ImportError as exc:
     raise ImportError(f"chunkforge.Encoder needs onnxruntime ({EMBED_EXTRA}, or onnxruntime-gpu)") from exc
+try:
+    import onnx
+except ImportError as exc:
+    raise ImportError(f"chunkforge.Encoder needs onnx ({EMBED_EXTRA})") from exc
 
 Pooling = Literal["mean", "cls"]
 Overflow = Literal["error", "truncate", "warn"]
 OVERFLOW_POLICIES = ("error", "truncate", "warn")
 TOKEN_OUTPUTS = ("last_hidden_state", "token_embeddings")
+POOLED_OUTPUT = "chunkforge_sentence_embedding"
 
 
 class TruncationWarning(UserWarning):
@@ -103,9 +109,12 @@ class Encoder:
         self.normalize = normalize
         self.on_overflow = on_overflow
         self.providers = list(providers) if providers is not None else default_providers()
-        self._session = _session(self.graph, self.providers, intra_op_threads, inter_op_threads)
+        model = _load_graph(self.graph)
+        self._inputs, self._output = _graph_io(model, self.graph)
+        # one session for both outputs: ORT runs only the nodes a requested output needs
+        self._session = _session(self.graph, self.providers, intra_op_threads, inter_op_threads,
+                                 _with_pooled_output(model, self._output, pooling, normalize))
         self._query_session: ort.InferenceSession | None = None
-        self._inputs, self._output = _graph_io(self._session, self.graph)
         self._cuda = self._session.get_providers()[0] == "CUDAExecutionProvider"
         # CPU: small batches keep the GEMMs in cache (512-1,024 tokens ran 1.2x faster
         # than 8,192 in benches/embed_bench.py); GPU: large batches fill the device
@@ -113,7 +122,7 @@ class Encoder:
         prefix, suffix = tokenizer._native.special_tokens()
         self._specials = (len(prefix), len(suffix))
         ids, mask, _, _ = tokenizer._native.encode_padded([""], max_length)
-        self.dim = int(self._run(self._session, ids, mask).shape[-1])
+        self.dim = int(self._run(self._session, ids, mask, POOLED_OUTPUT).shape[-1])
 
     @classmethod
     def from_dir(cls, path: str | os.PathLike[str], **options: object) -> Encoder:
@@ -175,9 +184,8 @@ class Encoder:
         """
         texts = _check_texts(texts)
         out = np.empty((len(texts), self.dim), np.float32)
-        for idx in self._batches(texts):
-            ids, mask, _, _ = self.tokenizer._native.encode_padded([texts[i] for i in idx], self.max_length)
-            out[idx] = self._pool(self._run(self._session, ids, mask), mask)
+        for idx, (ids, mask, _, _) in self._encoded(texts):
+            out[idx] = self._run(self._session, ids, mask, POOLED_OUTPUT)
         return out
 
     def token_embeddings(self, texts: Iterable[str]) -> list[TokenEmbeddings]:
@@ -190,10 +198,8 @@ class Encoder:
         texts = _check_texts(texts)
         out: list[TokenEmbeddings | None] = [None] * len(texts)
         head, tail = self._specials
-        for idx in self._batches(texts):
-            batch = [texts[i] for i in idx]
-            ids, mask, offsets, _ = self.tokenizer._native.encode_padded(batch, self.max_length, return_offsets=True)
-            states = self._run(self._session, ids, mask)
+        for idx, (ids, mask, offsets, _) in self._encoded(texts, return_offsets=True):
+            states = self._run(self._session, ids, mask, self._output)
             for row, i in enumerate(idx):
                 n = int(mask[row].sum())
                 special = np.zeros(n, bool)
@@ -213,8 +219,31 @@ class Encoder:
         ids, mask, _, full = self.tokenizer._native.encode_padded([text], self.max_length)
         self._check_overflow(full, ["text"], stacklevel=3)
         if self._query_session is None:
-            self._query_session = self._session if self._cuda else _session(self.graph, self.providers, 1, 1)
-        return self._pool(self._run(self._query_session, ids, mask), mask)[0]
+            # the graph is read again rather than kept in memory for a session that may never be used
+            model = _with_pooled_output(_load_graph(self.graph), self._output, self.pooling, self.normalize)
+            self._query_session = self._session if self._cuda else _session(self.graph, self.providers, 1, 1, model)
+        return self._run(self._query_session, ids, mask, POOLED_OUTPUT)[0]
+
+    def _encoded(self, texts: list[str], return_offsets: bool = False) -> Iterator[tuple[np.ndarray, tuple]]:
+        """The batches' indices and padded model inputs, in :meth:`_batches` order. The
+        next batch is tokenized on a worker thread while the caller runs the current one
+        (both release the GIL), so that a GPU is not left waiting on the host."""
+        batches = self._batches(texts)
+
+        def encode(idx: np.ndarray) -> tuple:
+            return self.tokenizer._native.encode_padded([texts[i] for i in idx], self.max_length,
+                                                        return_offsets=return_offsets)
+
+        if len(batches) == 1:
+            yield batches[0], encode(batches[0])
+            return
+        with ThreadPoolExecutor(1, thread_name_prefix="chunkforge-tokenize") as pool:
+            pending = pool.submit(encode, batches[0]) if batches else None
+            for k, idx in enumerate(batches):
+                inputs = pending.result()  # type: ignore[union-attr]
+                if k + 1 < len(batches):
+                    pending = pool.submit(encode, batches[k + 1])
+                yield idx, inputs
 
     def _batches(self, texts: list[str]) -> list[np.ndarray]:
         """Indices of the texts by batch: longest first, each batch at most
@@ -253,30 +282,19 @@ class Encoder:
     def token_states(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         """The graph's token outputs, ``(batch, length, dim)``, for ready-made
         ``(batch, length)`` inputs (e.g. windows of a longer text's token ids)."""
-        return self._run(self._session, input_ids, attention_mask)
+        return self._run(self._session, input_ids, attention_mask, self._output)
 
-    def _run(self, session: ort.InferenceSession, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def _run(self, session: ort.InferenceSession, ids: np.ndarray, mask: np.ndarray, output: str) -> np.ndarray:
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         feed = {name: feed[name].astype(dtype, copy=False) for name, dtype in self._inputs.items()}
         if not self._cuda:
-            return session.run([self._output], feed)[0]
+            return session.run([output], feed)[0]
         binding = session.io_binding()
         for name, value in feed.items():
             binding.bind_cpu_input(name, value)
-        binding.bind_output(self._output, "cuda")
+        binding.bind_output(output, "cuda")
         session.run_with_iobinding(binding)
         return binding.copy_outputs_to_cpu()[0]
-
-    def _pool(self, states: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        if self.pooling == "cls":
-            pooled = states[:, 0]
-        else:
-            weights = mask[..., None].astype(np.float32)
-            pooled = (states * weights).sum(1) / weights.sum(1)
-        pooled = pooled.astype(np.float32, copy=False)
-        if self.normalize:
-            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return pooled
 
     def __repr__(self) -> str:
         return (f"Encoder({str(self.graph)!r}, max_length={self.max_length}, pooling={self.pooling!r}, "
@@ -330,42 +348,103 @@ def _read_json(path: Path) -> dict:
 
 
 def _session(
-    graph: Path, providers: Sequence[str], intra: int | None, inter: int | None
+    graph: Path, providers: Sequence[str], intra: int | None, inter: int | None, model: bytes
 ) -> ort.InferenceSession:
-    if not graph.is_file():
-        raise FileNotFoundError(f"ONNX graph not found: {graph}")
+    """A session on the serialized ``model``, read from the file ``graph``."""
     options = ort.SessionOptions()
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.inter_op_num_threads = 1 if inter is None else inter
     if intra is not None:
         options.intra_op_num_threads = intra
     try:
-        return ort.InferenceSession(str(graph), options, providers=list(providers))
+        return ort.InferenceSession(model, options, providers=list(providers))
     except Exception as exc:  # ORT raises its own exception types for corrupt graphs and bad providers
         raise ValueError(f"cannot load ONNX graph {graph}: {exc}") from exc
 
 
-def _graph_io(session: ort.InferenceSession, graph: Path) -> tuple[dict[str, type], str]:
+def _load_graph(graph: Path) -> onnx.ModelProto:
+    if not graph.is_file():
+        raise FileNotFoundError(f"ONNX graph not found: {graph}")
+    try:
+        return onnx.load(str(graph))
+    except Exception as exc:  # protobuf's DecodeError and friends
+        raise ValueError(f"cannot load ONNX graph {graph}: {exc}") from exc
+
+
+def _graph_io(model: onnx.ModelProto, graph: Path) -> tuple[dict[str, type], str]:
     """The graph's inputs (name -> numpy int type) and its token-states output."""
-    dtypes = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
+    dtypes = {onnx.TensorProto.INT64: np.int64, onnx.TensorProto.INT32: np.int32}
+    weights = {init.name for init in model.graph.initializer}
     inputs = {}
-    for node in session.get_inputs():
+    for node in model.graph.input:
+        if node.name in weights:
+            continue
         if node.name not in ("input_ids", "attention_mask", "token_type_ids"):
             raise ValueError(f"{graph}: unexpected graph input {node.name!r} (a BERT graph takes "
                              "input_ids, attention_mask and optionally token_type_ids)")
-        if node.type not in dtypes:
-            raise ValueError(f"{graph}: input {node.name!r} has type {node.type}, expected int64 or int32")
-        inputs[node.name] = dtypes[node.type]
+        elem = node.type.tensor_type.elem_type
+        if elem not in dtypes:
+            raise ValueError(f"{graph}: input {node.name!r} has type "
+                             f"{onnx.TensorProto.DataType.Name(elem).lower()}, expected int64 or int32")
+        inputs[node.name] = dtypes[elem]
     for name in ("input_ids", "attention_mask"):
         if name not in inputs:
             raise ValueError(f"{graph}: graph lacks the input {name!r} (inputs: {', '.join(inputs) or 'none'})")
-    outputs = {node.name: node for node in session.get_outputs()}
+    outputs = {node.name: node for node in model.graph.output}
     named = [name for name in TOKEN_OUTPUTS if name in outputs]
-    ranked = [name for name, node in outputs.items() if len(node.shape) == 3]
+    ranked = [name for name, node in outputs.items() if len(node.type.tensor_type.shape.dim) == 3]
     if not named and not ranked:
         raise ValueError(f"{graph}: no token-states output ({' or '.join(TOKEN_OUTPUTS)}, "
                          f"or any [batch, sequence, hidden] output) among {', '.join(outputs)}")
     return inputs, (named or ranked)[0]
+
+
+def _with_pooled_output(model: onnx.ModelProto, states: str, pooling: Pooling, normalize: bool) -> bytes:
+    """The graph with one more output, :data:`POOLED_OUTPUT`: the float32 ``(batch, dim)``
+    mean (over the attention mask) or ``[CLS]`` pooling of ``states``, L2-normalized when
+    ``normalize``. Pooling on the device returns ``dim`` floats a text instead of
+    ``tokens * dim``, and saves the host a pass over the token states."""
+    from onnx import TensorProto, helper
+
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
+    g = model.graph
+    states_type = next(o.type.tensor_type.elem_type for o in g.output if o.name == states)
+    nodes, consts = [], []
+
+    def node(op: str, inputs: list[str], **attrs: object) -> str:
+        out = f"{POOLED_OUTPUT}/{op}_{len(nodes)}"
+        nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def axes_node(op: str, x: str, axes: list[int], **attrs: object) -> str:
+        if opset < 13:  # axes became an input in opset 13 (ReduceSum, Unsqueeze)
+            return node(op, [x], axes=axes, **attrs)
+        name = f"{POOLED_OUTPUT}/axes_{len(consts)}"
+        consts.append(helper.make_tensor(name, TensorProto.INT64, [len(axes)], axes))
+        return node(op, [x, name], **attrs)
+
+    def scalar(value: float) -> str:
+        name = f"{POOLED_OUTPUT}/const_{len(consts)}"
+        consts.append(helper.make_tensor(name, TensorProto.FLOAT, [], [value]))
+        return name
+
+    x = states if states_type == TensorProto.FLOAT else node("Cast", [states], to=TensorProto.FLOAT)
+    if pooling == "cls":
+        consts.append(helper.make_tensor(f"{POOLED_OUTPUT}/first", TensorProto.INT64, [], [0]))
+        pooled = node("Gather", [x, f"{POOLED_OUTPUT}/first"], axis=1)
+    else:
+        weights = axes_node("Unsqueeze", node("Cast", ["attention_mask"], to=TensorProto.FLOAT), [2])
+        summed = axes_node("ReduceSum", node("Mul", [x, weights]), [1], keepdims=0)
+        count = axes_node("ReduceSum", weights, [1], keepdims=0)
+        pooled = node("Div", [summed, node("Max", [count, scalar(1e-9)])])
+    if normalize:
+        norm = node("Sqrt", [axes_node("ReduceSum", node("Mul", [pooled, pooled]), [1], keepdims=1)])
+        pooled = node("Div", [pooled, node("Max", [norm, scalar(1e-12)])])
+    nodes.append(helper.make_node("Identity", [pooled], [POOLED_OUTPUT]))
+    g.node.extend(nodes)
+    g.initializer.extend(consts)
+    g.output.append(helper.make_tensor_value_info(POOLED_OUTPUT, TensorProto.FLOAT, [None, None]))
+    return model.SerializeToString()
 
 
 def _check_texts(texts: Iterable[str]) -> list[str]:
