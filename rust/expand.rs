@@ -15,11 +15,15 @@
 //! cuts (word cache hits), through [`Sizer`].
 
 use rustc_hash::FxHashMap;
+use smallvec::{smallvec, SmallVec};
 
 use crate::sizer::Sizer;
 use crate::tokenizer::{DocTokens, Tokenizer, WordCache};
 
 const NONE: u32 = u32::MAX;
+
+/// Indices of hits (most units and passages have a few: no allocation for them).
+pub type HitIds = SmallVec<[u32; 4]>;
 
 /// A node of a document's tree: a section, an inner level, or a leaf.
 #[derive(Clone, Copy, Debug)]
@@ -40,21 +44,37 @@ pub struct Node {
     words: (u32, u32),
 }
 
+/// A sentence of a document (what a window reads of it sits in one cache line).
+#[derive(Clone, Copy, Debug)]
+struct Sentence {
+    start: u32,
+    end: u32,
+    /// Words of the text starting before its start and end.
+    words: (u32, u32),
+}
+
+/// The sentences `[a, b)` a leaf overlaps, and `[lo, hi)`, how far a window
+/// may widen them without leaving their section.
+#[derive(Clone, Copy, Debug, Default)]
+struct LeafSentences {
+    a: u32,
+    b: u32,
+    lo: u32,
+    hi: u32,
+}
+
 /// A document's text, tokenization and structure (all offsets in code points).
 pub struct Doc {
     text: String,
     tokens: DocTokens,
     /// Byte offset of each char, plus the text's length (None when ASCII).
     char_bytes: Option<Vec<u32>>,
-    sentences: Vec<(u32, u32)>,
-    sentence_section: Vec<u32>,
+    sentences: Vec<Sentence>,
     nodes: Vec<Node>,
     /// Node index of each leaf.
     leaves: Vec<u32>,
-    /// Sentences `[a, b)` overlapping each leaf.
-    leaf_sentences: Vec<(u32, u32)>,
-    /// Words of the text starting before each sentence's start and end.
-    sentence_words: Vec<(u32, u32)>,
+    /// The sentences of each leaf.
+    leaf_sentences: Vec<LeafSentences>,
 }
 
 /// What a document is made of, as given by the indexer (code point offsets).
@@ -109,14 +129,30 @@ impl Doc {
         }
         let starts: Vec<u32> = input.sentences.iter().map(|s| s.0).collect();
         let ends: Vec<u32> = input.sentences.iter().map(|s| s.1).collect();
+        let section = |i: u32| input.sentences[i as usize].2;
+        // first and end of the run of same-section sentences each sentence is in
+        let mut run_first = vec![0u32; starts.len()];
+        let mut run_end = vec![starts.len() as u32; starts.len()];
+        for i in 1..starts.len() {
+            run_first[i] = if section(i as u32) == section(i as u32 - 1) { run_first[i - 1] } else { i as u32 };
+        }
+        for i in (0..starts.len().saturating_sub(1)).rev() {
+            run_end[i] = if section(i as u32) == section(i as u32 + 1) { run_end[i + 1] } else { i as u32 + 1 };
+        }
         let leaf_sentences = input
             .leaves
             .iter()
             .map(|&l| {
                 let n = &nodes[l as usize];
                 let a = ends.partition_point(|&e| e <= n.start) as u32;
-                let b = starts.partition_point(|&s| s < n.end) as u32;
-                (a, b.max(a))
+                let b = (starts.partition_point(|&s| s < n.end) as u32).max(a);
+                if a == b {
+                    return LeafSentences { a, b, lo: a, hi: b };
+                }
+                // a window stays in the section of the leaf's first sentence
+                let same = |i: u32| (i as usize) < starts.len() && section(i) == section(a);
+                let hi = if same(b) { run_end[b as usize] } else { b };
+                LeafSentences { a, b, lo: run_first[a as usize], hi }
             })
             .collect();
         let tokens = tk.with_cache(|c| tk.analyze(&text, false, c)).map_err(|e| e.to_string())?;
@@ -124,17 +160,17 @@ impl Doc {
             text,
             tokens,
             char_bytes,
-            sentences: input.sentences.iter().map(|s| (s.0, s.1)).collect(),
-            sentence_section: input.sentences.iter().map(|s| s.2).collect(),
+            sentences: input.sentences.iter().map(|&(start, end, _)| Sentence { start, end, words: (0, 0) }).collect(),
             nodes,
             leaves: input.leaves,
             leaf_sentences,
-            sentence_words: vec![],
         };
         let words = |x: u32| Sizer::words_before(&doc.tokens, doc.byte(x));
-        let sentence_words = doc.sentences.iter().map(|&(s, e)| (words(s), words(e))).collect();
+        let sentence_words: Vec<(u32, u32)> = doc.sentences.iter().map(|x| (words(x.start), words(x.end))).collect();
         let node_words: Vec<(u32, u32)> = doc.nodes.iter().map(|n| (words(n.start), words(n.end))).collect();
-        doc.sentence_words = sentence_words;
+        for (x, w) in doc.sentences.iter_mut().zip(sentence_words) {
+            x.words = w;
+        }
         for (n, w) in doc.nodes.iter_mut().zip(node_words) {
             n.words = w;
         }
@@ -227,7 +263,7 @@ pub struct Passage {
     /// Section of the passage's best-scoring part.
     pub section: u32,
     /// Indices of the hits it covers, ascending.
-    pub hits: Vec<u32>,
+    pub hits: HitIds,
 }
 
 /// Passages and the indices of the hits left out by the budget.
@@ -243,13 +279,19 @@ struct Unit {
     doc: u32,
     /// The tree node it is, [`NONE`] for a sentence window.
     node: u32,
+    /// The node's parent ([`NONE`] for a root or a sentence window).
+    parent: u32,
+    /// The parent's number of children.
+    siblings: u32,
+    /// For a leaf, its sentences.
+    sentences: Option<LeafSentences>,
     start: u32,
     end: u32,
     /// Words of the text starting before `start` and `end`.
     words: (u32, u32),
     score: f64,
     section: u32,
-    hits: Vec<u32>,
+    hits: HitIds,
 }
 
 /// A passage taken while packing: the `(score, start, end)` of the unit its
@@ -260,12 +302,41 @@ struct Taken {
     words: (u32, u32),
 }
 
+/// A label's leaf: its document slot and node, with a copy of what expanding
+/// it reads first, so that a hit costs one memory access before its document
+/// is touched (on a large index that access misses the caches).
+#[derive(Clone, Copy, Debug)]
+struct LeafRef {
+    slot: u32,
+    node: u32,
+    parent: u32,
+    /// The parent's number of children.
+    siblings: u32,
+    section: u32,
+    start: u32,
+    end: u32,
+    words: (u32, u32),
+    sentences: LeafSentences,
+}
+
+const FREE: LeafRef = LeafRef {
+    slot: NONE,
+    node: NONE,
+    parent: NONE,
+    siblings: 0,
+    section: NONE,
+    start: 0,
+    end: 0,
+    words: (0, 0),
+    sentences: LeafSentences { a: 0, b: 0, lo: 0, hi: 0 },
+};
+
 /// All documents of an index, and the map from leaf labels to leaves.
 #[derive(Default)]
 pub struct Store {
     docs: Vec<Option<Doc>>,
-    /// `(doc slot, leaf)` of each label; `(NONE, NONE)` for a free label.
-    labels: Vec<(u32, u32)>,
+    /// The leaf of each label; [`FREE`] for a free label.
+    labels: Vec<LeafRef>,
 }
 
 impl Store {
@@ -275,7 +346,7 @@ impl Store {
             return Err(format!("{} labels for {} leaves", labels.len(), doc.leaves.len()));
         }
         for &l in labels {
-            if self.labels.get(l as usize).is_some_and(|x| x.0 != NONE) {
+            if self.labels.get(l as usize).is_some_and(|x| x.slot != NONE) {
                 return Err(format!("label {l} is already in use"));
             }
         }
@@ -283,9 +354,13 @@ impl Store {
         for (i, &l) in labels.iter().enumerate() {
             let l = l as usize;
             if l >= self.labels.len() {
-                self.labels.resize(l + 1, (NONE, NONE));
+                self.labels.resize(l + 1, FREE);
             }
-            self.labels[l] = (slot, i as u32);
+            let node = doc.leaves[i];
+            let n = &doc.nodes[node as usize];
+            let (start, end, words, parent, section) = (n.start, n.end, n.words, n.parent, n.section);
+            let siblings = if parent == NONE { 0 } else { doc.nodes[parent as usize].children };
+            self.labels[l] = LeafRef { slot, node, parent, siblings, section, start, end, words, sentences: doc.leaf_sentences[i] };
         }
         self.docs.push(Some(doc));
         Ok(slot as usize)
@@ -296,8 +371,8 @@ impl Store {
         match self.docs.get_mut(slot).and_then(Option::take) {
             None => Err(format!("no document in slot {slot}")),
             Some(_) => {
-                for entry in self.labels.iter_mut().filter(|e| e.0 == slot as u32) {
-                    *entry = (NONE, NONE);
+                for entry in self.labels.iter_mut().filter(|e| e.slot == slot as u32) {
+                    *entry = FREE;
                 }
                 Ok(())
             }
@@ -342,33 +417,45 @@ impl Store {
 
     /// One unit per distinct hit leaf (a leaf hit twice keeps its best score).
     fn leaf_units(&self, hits: &[(u64, f64)]) -> Result<Vec<Unit>, String> {
+        // all the hits' (independent, mostly cache-missing) reads first, so that they overlap
+        let refs: Vec<LeafRef> = hits.iter().map(|&(label, _)| self.labels.get(label as usize).copied().unwrap_or(FREE)).collect();
         let mut seen: FxHashMap<(u32, u32), usize> = FxHashMap::with_capacity_and_hasher(hits.len(), Default::default());
         let mut units: Vec<Unit> = Vec::with_capacity(hits.len());
-        for (i, &(label, score)) in hits.iter().enumerate() {
-            let &(slot, leaf) = self.labels.get(label as usize).unwrap_or(&(NONE, NONE));
-            if slot == NONE {
+        for (i, (&(label, score), r)) in hits.iter().zip(refs).enumerate() {
+            if r.slot == NONE {
                 return Err(format!("hits[{i}]: leaf {label} is not in the index (deleted, or from another index)"));
             }
             if score.is_nan() {
                 return Err(format!("hits[{i}]: score is NaN"));
             }
-            if let Some(&k) = seen.get(&(slot, leaf)) {
+            if let Some(&k) = seen.get(&(r.slot, r.node)) {
                 units[k].score = units[k].score.max(score);
                 units[k].hits.push(i as u32);
                 continue;
             }
-            let doc = self.docs[slot as usize].as_ref().expect("labels point at live documents");
-            let node = doc.leaves[leaf as usize];
-            let n = &doc.nodes[node as usize];
-            seen.insert((slot, leaf), units.len());
-            units.push(Unit { doc: slot, node, start: n.start, end: n.end, words: n.words, score, section: n.section, hits: vec![i as u32] });
+            seen.insert((r.slot, r.node), units.len());
+            units.push(Unit {
+                doc: r.slot,
+                node: r.node,
+                parent: r.parent,
+                siblings: r.siblings,
+                sentences: Some(r.sentences),
+                start: r.start,
+                end: r.end,
+                words: r.words,
+                score,
+                section: r.section,
+                hits: smallvec![i as u32],
+            });
         }
         Ok(units)
     }
 
-    fn node_unit(&self, doc: u32, node: u32, score: f64, hits: Vec<u32>) -> Unit {
-        let n = &self.docs[doc as usize].as_ref().unwrap().nodes[node as usize];
-        Unit { doc, node, start: n.start, end: n.end, words: n.words, score, section: n.section, hits }
+    fn node_unit(&self, doc: u32, node: u32, score: f64, hits: HitIds) -> Unit {
+        let nodes = &self.docs[doc as usize].as_ref().unwrap().nodes;
+        let n = &nodes[node as usize];
+        let siblings = if n.parent == NONE { 0 } else { nodes[n.parent as usize].children };
+        Unit { doc, node, parent: n.parent, siblings, sentences: None, start: n.start, end: n.end, words: n.words, score, section: n.section, hits }
     }
 
     /// LlamaIndex's AutoMergingRetriever: while some parent has more than
@@ -376,18 +463,16 @@ impl Store {
     /// the parent, scored with their mean.
     fn auto_merge(&self, mut units: Vec<Unit>, ratio: f64) -> Vec<Unit> {
         loop {
-            let mut groups: FxHashMap<(u32, u32), Vec<usize>> = FxHashMap::default();
+            let mut groups: FxHashMap<(u32, u32), (u32, Vec<usize>)> = FxHashMap::default();
             for (i, u) in units.iter().enumerate() {
-                let parent = self.docs[u.doc as usize].as_ref().unwrap().nodes[u.node as usize].parent;
-                if parent != NONE {
-                    groups.entry((u.doc, parent)).or_default().push(i);
+                if u.parent != NONE {
+                    groups.entry((u.doc, u.parent)).or_insert_with(|| (u.siblings, vec![])).1.push(i);
                 }
             }
             let mut merged = vec![false; units.len()];
             let mut parents = vec![];
-            for ((doc, parent), members) in groups {
-                let children = self.docs[doc as usize].as_ref().unwrap().nodes[parent as usize].children.max(1);
-                if members.len() as f64 / children as f64 > ratio {
+            for ((doc, parent), (children, members)) in groups {
+                if members.len() as f64 / children.max(1) as f64 > ratio {
                     let score = members.iter().map(|&i| units[i].score).sum::<f64>() / members.len() as f64;
                     let hits = members.iter().flat_map(|&i| units[i].hits.iter().copied()).collect();
                     members.iter().for_each(|&i| merged[i] = true);
@@ -408,10 +493,8 @@ impl Store {
         units
             .into_iter()
             .map(|u| {
-                let doc = self.docs[u.doc as usize].as_ref().unwrap();
-                let n = &doc.nodes[u.node as usize];
-                if n.leaf != NONE && n.parent != NONE {
-                    self.node_unit(u.doc, n.parent, u.score, u.hits)
+                if u.sentences.is_some() && u.parent != NONE {
+                    self.node_unit(u.doc, u.parent, u.score, u.hits)
                 } else {
                     u
                 }
@@ -421,30 +504,19 @@ impl Store {
 
     /// Widens a leaf unit by `w` sentences either side, within its section.
     fn window(&self, u: &mut Unit, w: u32) {
-        let doc = self.docs[u.doc as usize].as_ref().unwrap();
-        if u.node == NONE || doc.nodes[u.node as usize].leaf == NONE {
+        let Some(s) = u.sentences.filter(|s| s.a < s.b) else {
             return;
+        };
+        let (lo, hi) = (s.a.saturating_sub(w).max(s.lo), s.b.saturating_add(w).min(s.hi));
+        let sentences = &self.docs[u.doc as usize].as_ref().unwrap().sentences;
+        let (first, last) = (&sentences[lo as usize], &sentences[hi as usize - 1]);
+        if first.start < u.start {
+            (u.start, u.words.0) = (first.start, first.words.0);
         }
-        let (a, b) = doc.leaf_sentences[doc.nodes[u.node as usize].leaf as usize];
-        if a >= b {
-            return;
+        if last.end > u.end {
+            (u.end, u.words.1) = (last.end, last.words.1);
         }
-        let sec = doc.sentence_section[a as usize];
-        let mut lo = a;
-        while lo > 0 && a - lo < w && doc.sentence_section[lo as usize - 1] == sec {
-            lo -= 1;
-        }
-        let mut hi = b;
-        while (hi as usize) < doc.sentences.len() && hi - b < w && doc.sentence_section[hi as usize] == sec {
-            hi += 1;
-        }
-        if doc.sentences[lo as usize].0 < u.start {
-            (u.start, u.words.0) = (doc.sentences[lo as usize].0, doc.sentence_words[lo as usize].0);
-        }
-        if doc.sentences[hi as usize - 1].1 > u.end {
-            (u.end, u.words.1) = (doc.sentences[hi as usize - 1].1, doc.sentence_words[hi as usize - 1].1);
-        }
-        u.node = NONE;
+        (u.node, u.parent, u.sentences) = (NONE, NONE, None);
     }
 
     /// Units of one document that overlap or touch (whitespace between) become
@@ -510,7 +582,7 @@ impl Store {
         let mut used = 0usize;
         let mut stopped = false;
         let mut touching: Vec<usize> = vec![];
-        let mut pieces: Vec<(u32, u32, Vec<u32>)> = vec![];
+        let mut pieces: Vec<(u32, u32, HitIds)> = vec![];
         for &(_, i) in &order {
             let u = &mut units[i as usize];
             let doc = self.docs[u.doc as usize].as_ref().unwrap();
@@ -609,7 +681,7 @@ impl Store {
                 if !placed && (p.trim || p.stop) && unit_hits.iter().any(|&h| !covered(h, &taken)) {
                     if p.trim {
                         // the part holding the unit's best hit, trimmed to whole sentences
-                        let top = |x: &(u32, u32, Vec<u32>)| x.2.iter().map(|&h| hits[h as usize].1).fold(f64::NEG_INFINITY, f64::max);
+                        let top = |x: &(u32, u32, HitIds)| x.2.iter().map(|&h| hits[h as usize].1).fold(f64::NEG_INFINITY, f64::max);
                         if let Some((s, e, on)) = pieces.iter().max_by(|a, b| top(a).total_cmp(&top(b))).cloned() {
                             let mut passage = Passage { doc: u.doc, start: s, end: e, tokens: 0, score: u.score, section: u.section, hits: on };
                             if self.trim(&mut passage, hits, budget - used, tk, cache) {
@@ -643,16 +715,14 @@ impl Store {
 
     /// Span of the leaf of hit `h`.
     fn leaf_span(&self, hits: &[(u64, f64)], h: u32) -> (u32, u32) {
-        let (slot, leaf) = self.labels[hits[h as usize].0 as usize];
-        let doc = self.docs[slot as usize].as_ref().unwrap();
-        let n = &doc.nodes[doc.leaves[leaf as usize] as usize];
-        (n.start, n.end)
+        let r = &self.labels[hits[h as usize].0 as usize];
+        (r.start, r.end)
     }
 
     /// The parts of `u` outside the `touching` passages, trimmed of whitespace,
     /// that hold at least one of `unit_hits` (with those hits) and are not
     /// flush against a passage (no whitespace between would make them one).
-    fn pieces(&self, u: &Unit, unit_hits: &[u32], touching: &[usize], taken: &[Taken], hits: &[(u64, f64)], out: &mut Vec<(u32, u32, Vec<u32>)>) {
+    fn pieces(&self, u: &Unit, unit_hits: &[u32], touching: &[usize], taken: &[Taken], hits: &[(u64, f64)], out: &mut Vec<(u32, u32, HitIds)>) {
         out.clear();
         let doc = self.docs[u.doc as usize].as_ref().unwrap();
         let mut cover: Vec<(u32, u32)> = touching.iter().map(|&j| (taken[j].p.start, taken[j].p.end)).collect();
@@ -676,7 +746,7 @@ impl Store {
             if s >= e || cover.iter().any(|&(cs, ce)| ce == s || cs == e) {
                 continue;
             }
-            let on: Vec<u32> = unit_hits
+            let on: HitIds = unit_hits
                 .iter()
                 .copied()
                 .filter(|&h| {
@@ -695,21 +765,17 @@ impl Store {
     /// when not even the best hit's sentences fit.
     fn trim(&self, passage: &mut Passage, hits: &[(u64, f64)], room: usize, tk: &Tokenizer, cache: &mut WordCache) -> bool {
         let doc = self.docs[passage.doc as usize].as_ref().unwrap();
-        let leaf_span = |h: u32| {
-            let (_, leaf) = self.labels[hits[h as usize].0 as usize];
-            let n = &doc.nodes[doc.leaves[leaf as usize] as usize];
-            (n.start, n.end)
-        };
+        let leaf_span = |h: u32| self.leaf_span(hits, h);
         let best = *passage.hits.iter().max_by(|&&a, &&b| hits[a as usize].1.total_cmp(&hits[b as usize].1)).unwrap();
         let (mut s, mut e) = leaf_span(best);
         // the sentences inside the passage, and the ones the best leaf overlaps
-        let lo = doc.sentences.partition_point(|x| x.0 < passage.start);
-        let hi = doc.sentences.partition_point(|x| x.1 <= passage.end).max(lo);
-        let mut a = lo + doc.sentences[lo..hi].partition_point(|x| x.1 <= s);
-        let mut b = lo + doc.sentences[lo..hi].partition_point(|x| x.0 < e);
+        let lo = doc.sentences.partition_point(|x| x.start < passage.start);
+        let hi = doc.sentences.partition_point(|x| x.end <= passage.end).max(lo);
+        let mut a = lo + doc.sentences[lo..hi].partition_point(|x| x.end <= s);
+        let mut b = lo + doc.sentences[lo..hi].partition_point(|x| x.start < e);
         if a < b {
-            s = s.min(doc.sentences[a].0);
-            e = e.max(doc.sentences[b - 1].1);
+            s = s.min(doc.sentences[a].start);
+            e = e.max(doc.sentences[b - 1].end);
         }
         let mut sz = doc.sizer(tk, cache);
         let mut tokens = sz_count(doc, &mut sz, s, e);
@@ -719,22 +785,22 @@ impl Store {
         let (mut grow_after, mut grow_before) = (true, true);
         while grow_after || grow_before {
             if grow_after {
-                grow_after = b < hi && doc.sentences[b].0 >= e;
+                grow_after = b < hi && doc.sentences[b].start >= e;
                 if grow_after {
-                    let n = sz_count(doc, &mut sz, s, doc.sentences[b].1);
+                    let n = sz_count(doc, &mut sz, s, doc.sentences[b].end);
                     grow_after = n as usize <= room;
                     if grow_after {
-                        (e, tokens, b) = (doc.sentences[b].1, n, b + 1);
+                        (e, tokens, b) = (doc.sentences[b].end, n, b + 1);
                     }
                 }
             }
             if grow_before {
-                grow_before = a > lo && doc.sentences[a - 1].1 <= s;
+                grow_before = a > lo && doc.sentences[a - 1].end <= s;
                 if grow_before {
-                    let n = sz_count(doc, &mut sz, doc.sentences[a - 1].0, e);
+                    let n = sz_count(doc, &mut sz, doc.sentences[a - 1].start, e);
                     grow_before = n as usize <= room;
                     if grow_before {
-                        (s, tokens, a) = (doc.sentences[a - 1].0, n, a - 1);
+                        (s, tokens, a) = (doc.sentences[a - 1].start, n, a - 1);
                     }
                 }
             }
@@ -742,8 +808,8 @@ impl Store {
         passage.start = s;
         passage.end = e;
         passage.tokens = tokens;
-        passage.hits.retain(|&h| {
-            let (ls, le) = leaf_span(h);
+        passage.hits.retain(|h| {
+            let (ls, le) = leaf_span(*h);
             s <= ls && le <= e
         });
         true
@@ -820,6 +886,34 @@ mod tests {
     }
 
     #[test]
+    fn windows_stay_in_their_section() {
+        let tk = tokenizer();
+        // sentences 0-1 in section 0, 2-4 in section 1; one leaf per sentence under a root
+        let text = "S zero. S one. S two. S three. S four.";
+        let (mut sentences, mut nodes, mut s) = (vec![], vec![(0, text.len() as u32, NONE, 0)], 0);
+        for (i, part) in text.split_inclusive(". ").enumerate() {
+            let (a, b) = (s as u32, (s + part.trim_end().len()) as u32);
+            let section = u32::from(i >= 2);
+            sentences.push((a, b, section));
+            nodes.push((a, b, 0, section));
+            s += part.len();
+        }
+        let spans: Vec<(u32, u32)> = sentences.iter().map(|x| (x.0, x.1)).collect();
+        let doc = Doc::new(&tk, DocInput { text, sentences, nodes, leaves: vec![1, 2, 3, 4, 5] }).unwrap();
+        let mut st = Store::default();
+        st.add(doc, &[0, 1, 2, 3, 4]).unwrap();
+        let span = |leaf: u64, w: u32| {
+            let out = st.expand(&tk, &[(leaf, 1.0)], &Params { window: Some(w), ..Default::default() }).unwrap();
+            (out.passages[0].start, out.passages[0].end)
+        };
+        assert_eq!(span(1, 5), (spans[0].0, spans[1].1));
+        assert_eq!(span(2, 1), (spans[2].0, spans[3].1));
+        assert_eq!(span(3, 1), (spans[2].0, spans[4].1));
+        assert_eq!(span(4, 9), (spans[2].0, spans[4].1));
+        assert_eq!(span(0, 0), spans[0]);
+    }
+
+    #[test]
     fn packing_takes_the_best_hit_before_merging() {
         let tk = tokenizer();
         let st = store(&tk);
@@ -831,7 +925,7 @@ mod tests {
         let budget = count(0, 22) + 1;
         let p = Params { window: Some(1), budget: Some(budget), ..Default::default() };
         let out = st.expand(&tk, &hits, &p).unwrap();
-        assert_eq!(out.passages.iter().map(|p| (p.start, p.end, p.hits.clone())).collect::<Vec<_>>(), vec![(0, 22, vec![0])]);
+        assert_eq!(out.passages.iter().map(|p| (p.start, p.end, p.hits.to_vec())).collect::<Vec<_>>(), vec![(0, 22, vec![0])]);
         assert_eq!(out.dropped, vec![1]);
         // room for the rest of the second window too: merged into one passage
         let p = Params { budget: Some(count(0, 46)), ..p };
@@ -846,6 +940,6 @@ mod tests {
         // a hit inside a taken passage is covered by it, whatever the budget left
         let p = Params { window: Some(2), budget: Some(count(0, 46)), ..Default::default() };
         let out = st.expand(&tk, &[(11, 0.9), (12, 0.5), (13, 0.4)], &p).unwrap();
-        assert_eq!((out.passages.len(), out.passages[0].hits.clone(), out.dropped.len()), (1, vec![0, 1, 2], 0));
+        assert_eq!((out.passages.len(), out.passages[0].hits.to_vec(), out.dropped.len()), (1, vec![0, 1, 2], 0));
     }
 }

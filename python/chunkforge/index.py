@@ -132,7 +132,7 @@ class Payload(NamedTuple):
         return "\n\n".join(blocks)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Doc:
     """One document in memory: ids, text, tree (nodes parents first) and sentences."""
 
