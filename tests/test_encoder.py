@@ -193,7 +193,7 @@ def test_from_dir_bad_folders(tmp_path: Path) -> None:
         Encoder.from_dir(folder)
 
 
-def tiny_graph(inputs: list[str], output_rank: int) -> bytes:
+def tiny_graph(inputs: list[str], output_rank: int, opset: int = 13) -> bytes:
     """A small valid graph that is not a BERT encoder: embeds input_ids with a 30522 x 4 table."""
     table = onnx.numpy_helper.from_array(np.ones((30522, 4), np.float32), "table")
     nodes = [helper.make_node("Gather", ["table", inputs[0]], ["states"])]
@@ -207,9 +207,33 @@ def tiny_graph(inputs: list[str], output_rank: int) -> bytes:
         [helper.make_tensor_value_info(out, TensorProto.FLOAT, ["b", "s", 4][:output_rank])],
         [table],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
     return model.SerializeToString()
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+@pytest.mark.parametrize(("pooling", "normalize"), [("mean", True), ("mean", False), ("cls", True)])
+def test_pooling_added_to_any_graph_matches_pooling_its_token_states(
+    tmp_path: Path, opset: int, pooling: str, normalize: bool
+) -> None:
+    """The pooled output the encoder adds to a graph (ReduceSum's axes an attribute
+    before opset 13, an input after) equals pooling the graph's own token states."""
+    table = onnx.numpy_helper.from_array(np.random.default_rng(0).normal(size=(30522, 4)).astype(np.float32), "table")
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["table", "input_ids"], ["states"])], "tiny",
+        [helper.make_tensor_value_info(n, TensorProto.INT64, ["b", "s"]) for n in ("input_ids", "attention_mask")],
+        [helper.make_tensor_value_info("states", TensorProto.FLOAT, ["b", "s", 4])], [table])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    enc = Encoder.from_dir(model_folder(tmp_path, model.SerializeToString()), pooling=pooling, normalize=normalize,
+                           max_batch_tokens=8)
+    texts = ["a much longer text than the others, in its own batch", "two words", "", "short one"]
+    expected = []
+    for tokens in enc.token_embeddings(texts):
+        v = tokens.vectors[0] if pooling == "cls" else tokens.vectors.mean(0)
+        expected.append(v / np.linalg.norm(v) if normalize else v)
+    np.testing.assert_allclose(enc.embed(texts), np.array(expected), rtol=1e-5, atol=1e-6)
 
 
 def test_graphs_lacking_inputs_or_outputs(tmp_path: Path) -> None:
