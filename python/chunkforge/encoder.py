@@ -234,13 +234,13 @@ class Encoder:
             return self.tokenizer._native.encode_padded([texts[i] for i in idx], self.max_length,
                                                         return_offsets=return_offsets)
 
-        if len(batches) == 1:
-            yield batches[0], encode(batches[0])
+        if len(batches) <= 1:
+            yield from ((idx, encode(idx)) for idx in batches)
             return
         with ThreadPoolExecutor(1, thread_name_prefix="chunkforge-tokenize") as pool:
-            pending = pool.submit(encode, batches[0]) if batches else None
+            pending = pool.submit(encode, batches[0])
             for k, idx in enumerate(batches):
-                inputs = pending.result()  # type: ignore[union-attr]
+                inputs = pending.result()
                 if k + 1 < len(batches):
                     pending = pool.submit(encode, batches[k + 1])
                 yield idx, inputs
