@@ -302,7 +302,8 @@ class Encoder:
 
 
 def default_providers() -> list[str]:
-    """CUDA then CPU when ``onnxruntime-gpu`` is installed, else CPU."""
+    """CUDA then CPU when ``onnxruntime-gpu`` is installed, else CPU. (TensorRT only
+    when asked for: ONNX Runtime lists it wherever its plugin ships, libraries or not.)"""
     available = ort.get_available_providers()
     return [p for p in ("CUDAExecutionProvider", "CPUExecutionProvider") if p in available]
 
