@@ -118,7 +118,7 @@ def main() -> None:
         print(rows[-1], flush=True)
         for budget in budgets:
             enc.max_batch_tokens = budget
-            seconds = median_seconds(lambda enc=enc: vectors.__setitem__(variant, enc.embed(texts)), args.rounds)
+            seconds = median_seconds(lambda enc=enc, variant=variant: vectors.__setitem__(variant, enc.embed(texts)), args.rounds)
             device = median_seconds(session_only(enc, texts), args.rounds)
             rows.append(f"| {name}, `embed`, max_batch_tokens {budget} | {real / seconds:,.0f} | "
                         f"session runs alone {real / device:,.0f} tok/s; worst cosine to reference {cosine:.5f} |")

@@ -677,9 +677,7 @@ impl Expander {
             }
         }
         let payload = self.store.expand(&self.tk, &pairs, &params).map_err(PyValueError::new_err)?;
-        if !passage_type.is_subclass_of::<PyTuple>()? {
-            return Err(PyTypeError::new_err("passage_type must be a tuple subclass (a NamedTuple)"));
-        }
+        let new = py.get_type::<PyTuple>().getattr(intern!(py, "__new__"))?;
         let passages = PyList::empty(py);
         for p in payload.passages {
             let doc = docs.get_item(p.doc as usize)?;
@@ -687,39 +685,12 @@ impl Expander {
             let covered = PyTuple::new(py, p.hits.iter().map(|&i| &objects[i as usize]))?;
             let doc_id = doc.getattr(intern!(py, "doc_id"))?;
             let text = doc.getattr(intern!(py, "text"))?;
-            let row = [
-                doc_id,
-                p.start.into_pyobject(py)?.into_any(),
-                p.end.into_pyobject(py)?.into_any(),
-                p.tokens.into_pyobject(py)?.into_any(),
-                p.score.into_pyobject(py)?.into_any(),
-                heading,
-                covered.into_any(),
-                text,
-            ];
-            passages.append(tuple_of_type(passage_type, row)?)?;
+            let row = (doc_id, p.start, p.end, p.tokens, p.score, heading, covered, text);
+            // tuple.__new__, not a hand-made allocation: it also sets what a tuple caches
+            passages.append(new.call1((passage_type, row))?)?;
         }
         let dropped = PyList::new(py, payload.dropped.iter().map(|&i| &objects[i as usize]))?;
         Ok((passages, dropped))
-    }
-}
-
-/// An instance of `ty`, a tuple subclass such as a NamedTuple, holding `items`:
-/// made directly, without the argument parsing and copy of `tuple.__new__(ty, items)`.
-fn tuple_of_type<'py, const N: usize>(ty: &Bound<'py, pyo3::types::PyType>, items: [Bound<'py, PyAny>; N]) -> PyResult<Bound<'py, PyAny>> {
-    let py = ty.py();
-    // SAFETY: `ty` is a subclass of tuple (checked by the caller), so PyType_GenericAlloc
-    // returns a new reference to a tuple of `ty` with N empty slots; PyTuple_SetItem
-    // fills each once and steals the item's reference (it cannot fail on a fresh tuple
-    // with an index in range).
-    unsafe {
-        let obj = Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyType_GenericAlloc(ty.as_type_ptr(), N as pyo3::ffi::Py_ssize_t))?;
-        for (k, item) in items.into_iter().enumerate() {
-            if pyo3::ffi::PyTuple_SetItem(obj.as_ptr(), k as pyo3::ffi::Py_ssize_t, item.into_ptr()) != 0 {
-                return Err(PyErr::fetch(py));
-            }
-        }
-        Ok(obj)
     }
 }
 

@@ -121,10 +121,11 @@ def test_overflow_policies(model_cache: Path) -> None:
         Encoder.default(on_overflow="error").embed(texts)
     with pytest.raises(ValueError, match=r"text has 601 tokens"):
         Encoder.default(on_overflow="error").embed_query(TEXTS[10])
-    with pytest.warns(TruncationWarning, match=r"1 of 3 texts longer than max_length=256"):
+    with pytest.warns(TruncationWarning, match=r"1 of 3 texts longer than max_length=256") as record:
         warned = Encoder.default(on_overflow="warn").embed(texts)
-    with pytest.warns(TruncationWarning):
+    with pytest.warns(TruncationWarning) as record_tokens:
         Encoder.default().token_embeddings(texts)
+    assert {Path(w.filename).name for w in [*record, *record_tokens]} == {"test_encoder.py"}  # the caller's line
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         quiet = Encoder.default(on_overflow="truncate").embed(texts)
@@ -178,6 +179,18 @@ def test_from_dir_reads_the_sentence_transformers_layout(tmp_path: Path, model_c
     (folder / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_max_tokens": True}))
     with pytest.raises(ValueError, match=r"1_Pooling/config.json: unsupported pooling \['max_tokens'\]"):
         Encoder.from_dir(folder)
+
+
+def test_from_dir_reads_weights_stored_as_external_data(tmp_path: Path, model_cache: Path) -> None:
+    """Graphs over protobuf's 2 GB keep their weights in a side file; the encoder leaves
+    them on disk for ONNX Runtime rather than loading them into the graph it edits."""
+    plain = ensure_variant(MODEL_DIR, "fp32")
+    folder = model_folder(tmp_path, b"")
+    onnx.save_model(onnx.load(str(plain)), str(folder / "model.onnx"), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="model.onnx.data", size_threshold=1024)
+    assert (folder / "model.onnx").stat().st_size < 1_000_000 < (folder / "model.onnx.data").stat().st_size
+    vectors = Encoder.from_dir(folder, on_overflow="truncate").embed(TEXTS)
+    assert (vectors * REF["sentence_embeddings"]).sum(1).min() >= 0.99999
 
 
 def test_from_dir_bad_folders(tmp_path: Path) -> None:

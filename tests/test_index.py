@@ -11,7 +11,6 @@ import sys
 import textwrap
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings

@@ -184,7 +184,7 @@ class Encoder:
         """
         texts = _check_texts(texts)
         out = np.empty((len(texts), self.dim), np.float32)
-        for idx, (ids, mask, _, _) in self._encoded(texts):
+        for idx, (ids, mask, _, _) in self._encoded(texts, self._batches(texts)):
             out[idx] = self._run(self._session, ids, mask, POOLED_OUTPUT)
         return out
 
@@ -198,7 +198,7 @@ class Encoder:
         texts = _check_texts(texts)
         out: list[TokenEmbeddings | None] = [None] * len(texts)
         head, tail = self._specials
-        for idx, (ids, mask, offsets, _) in self._encoded(texts, return_offsets=True):
+        for idx, (ids, mask, offsets, _) in self._encoded(texts, self._batches(texts), return_offsets=True):
             states = self._run(self._session, ids, mask, self._output)
             for row, i in enumerate(idx):
                 n = int(mask[row].sum())
@@ -218,17 +218,21 @@ class Encoder:
             raise TypeError(f"text must be a str, not {type(text).__name__}")
         ids, mask, _, full = self.tokenizer._native.encode_padded([text], self.max_length)
         self._check_overflow(full, ["text"], stacklevel=3)
-        if self._query_session is None:
+        if self._query_session is None and self._cuda:
+            self._query_session = self._session
+        elif self._query_session is None:
             # the graph is read again rather than kept in memory for a session that may never be used
             model = _with_pooled_output(_load_graph(self.graph), self._output, self.pooling, self.normalize)
-            self._query_session = self._session if self._cuda else _session(self.graph, self.providers, 1, 1, model)
+            self._query_session = _session(self.graph, self.providers, 1, 1, model)
         return self._run(self._query_session, ids, mask, POOLED_OUTPUT)[0]
 
-    def _encoded(self, texts: list[str], return_offsets: bool = False) -> Iterator[tuple[np.ndarray, tuple]]:
-        """The batches' indices and padded model inputs, in :meth:`_batches` order. The
-        next batch is tokenized on a worker thread while the caller runs the current one
-        (both release the GIL), so that a GPU is not left waiting on the host."""
-        batches = self._batches(texts)
+    def _encoded(
+        self, texts: list[str], batches: list[np.ndarray], return_offsets: bool = False
+    ) -> Iterator[tuple[np.ndarray, tuple]]:
+        """The padded model inputs of ``batches`` (from :meth:`_batches`, called by the
+        public method so that overflow warnings point at its caller), with their indices.
+        The next batch is tokenized on a worker thread while the caller runs the current
+        one (both release the GIL), so that a GPU is not left waiting on the host."""
 
         def encode(idx: np.ndarray) -> tuple:
             return self.tokenizer._native.encode_padded([texts[i] for i in idx], self.max_length,
@@ -351,8 +355,10 @@ def _read_json(path: Path) -> dict:
 def _session(
     graph: Path, providers: Sequence[str], intra: int | None, inter: int | None, model: bytes
 ) -> ort.InferenceSession:
-    """A session on the serialized ``model``, read from the file ``graph``."""
+    """A session on the serialized ``model``, read from the file ``graph`` (its
+    external data, if any, is read by ONNX Runtime from beside ``graph``)."""
     options = ort.SessionOptions()
+    options.add_session_config_entry("session.model_external_initializers_file_folder_path", str(graph.parent))
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.inter_op_num_threads = 1 if inter is None else inter
     if intra is not None:
@@ -369,7 +375,8 @@ def _load_graph(graph: Path) -> onnx.ModelProto:
     if not graph.is_file():
         raise FileNotFoundError(f"ONNX graph not found: {graph}")
     try:
-        return onnx.load(str(graph))
+        # weights stored as external data stay on disk: ONNX Runtime reads them (no 2 GB limit)
+        return onnx.load(str(graph), load_external_data=False)
     except Exception as exc:  # protobuf's DecodeError and friends
         raise ValueError(f"cannot load ONNX graph {graph}: {exc}") from exc
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .. import _native
-from ._base import BaseChunker, check_int, check_min_tokens
+from ._base import BaseChunker, check_min_tokens
 
 
 class RecursiveChunker(BaseChunker):
