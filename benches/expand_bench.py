@@ -6,12 +6,11 @@ expansion never looks at vectors. Each query's hits are realistic: a few anchor
 leaves and their neighbours, scores descending. ``--export`` also writes the
 trees and hits for the LlamaIndex adapter (benches/llamaindex_expand.py).
 Timed per policy: ``expand`` (``Payload`` of ``Passage`` objects; their texts are
-sliced when read), ``expand + texts`` (every passage's text read, as rendering
-does), the native call alone on ``(label, score)`` pairs, and with ``--baseline
-REV`` the ``Index.expand`` wrapper of an earlier revision on the same hits, the
-variants taking turns in rounds of 100 queries.
+sliced when read) and ``expand + texts`` (every passage's text read, as rendering
+does), taking turns in rounds of 100 queries. To compare two builds, run this once
+with each (the other build's package first on ``PYTHONPATH``), alternating.
 
-    python benches/expand_bench.py --leaves 100000 --baseline 8b95d7d --export expand-data.json
+    python benches/expand_bench.py --leaves 100000 --export expand-data.json
 """
 
 from __future__ import annotations
@@ -21,10 +20,7 @@ import gc
 import gzip
 import json
 import random
-import subprocess
-import sys
 import time
-import types
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -97,19 +93,6 @@ def texts(payload) -> int:
     return sum(len(p.text) for p in payload.passages)
 
 
-def baseline_expand(rev: str) -> Callable:
-    """``Index.expand`` of ``python/chunkforge/index.py`` at git revision ``rev``
-    (the wrapper only: it runs on the current native module, which keeps the old
-    ``Expander.expand``), to time before and after side by side in one process."""
-    source = subprocess.run(["git", "show", f"{rev}:python/chunkforge/index.py"], check=True,
-                            capture_output=True, text=True, cwd=Path(__file__).parent.parent).stdout
-    module = types.ModuleType("chunkforge._index_baseline")
-    module.__package__ = "chunkforge"
-    sys.modules[module.__name__] = module
-    exec(compile(source, f"{rev}:index.py", "exec"), module.__dict__)  # noqa: S102 (our own file at REV)
-    return module.Index.expand
-
-
 def line(name: str, wall: list[float], cpu: list[float], extra: str = "") -> str:
     return (f"{name:44s} wall p50 {percentiles(wall)[0]:6.1f} p99 {percentiles(wall)[1]:7.1f} us | "
             f"cpu p50 {percentiles(cpu)[0]:6.1f} p99 {percentiles(cpu)[1]:6.1f} us{extra}")
@@ -120,7 +103,6 @@ def main() -> None:
     parser.add_argument("--leaves", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--hits", type=int, default=50)
-    parser.add_argument("--baseline", metavar="REV", help="also time the Index.expand wrapper of this git revision")
     parser.add_argument("--export", metavar="FILE", help="trees and hits for the LlamaIndex adapter")
     parser.add_argument("--export-queries", type=int, default=300)
     args = parser.parse_args()
@@ -130,34 +112,23 @@ def main() -> None:
     leaves = index.leaves()
     hit_lists = [[replace(leaves[label], score=score) for label, score in q]
                  for q in queries(index, args.queries, args.hits)]
-    pairs = [[(h.leaf, h.score) for h in hits] for hits in hit_lists]
-    old = baseline_expand(args.baseline) if args.baseline else None
     gc.collect()
     gc.freeze()  # the long-lived setup objects stay out of the collector's way, as in a warmed-up server
     for name, options in POLICIES.items():
-        native = dict(options)
-        native["budget"] = native.pop("budget_tokens", None)
         calls = {
             "expand": lambda hits, o=options: index.expand(hits, **o),
             "expand + texts": lambda hits, o=options: texts(index.expand(hits, **o)),
-            "native only": lambda i, o=native: index._expander.expand(pairs[i], **o),
         }
-        if old is not None:
-            calls[f"{args.baseline} expand"] = lambda hits, o=options: old(index, hits, **o)
-            calls[f"{args.baseline} expand + texts"] = lambda hits, o=options: texts(old(index, hits, **o))
         passages = np.mean([len(index.expand(h, **options).passages) for h in hit_lists[:200]])
         print(f"{name} ({passages:.1f} passages)")
-        for what, call in calls.items():
-            inputs = list(range(len(hit_lists))) if what == "native only" else hit_lists
-            for x in inputs[:200]:
-                call(x)
+        for call in calls.values():
+            for hits in hit_lists[:200]:
+                call(hits)
         # the variants take turns in rounds of 100 queries, so that load changes hit them alike
         samples: dict[str, tuple[list[float], list[float]]] = {what: ([], []) for what in calls}
         for at in range(0, len(hit_lists), 100):
             for what, call in calls.items():
-                inputs = list(range(at, min(at + 100, len(hit_lists)))) if what == "native only" \
-                    else hit_lists[at:at + 100]
-                wall, cpu = timed(call, inputs)
+                wall, cpu = timed(call, hit_lists[at:at + 100])
                 samples[what][0].extend(wall)
                 samples[what][1].extend(cpu)
         for what, (wall, cpu) in samples.items():

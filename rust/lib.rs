@@ -616,33 +616,8 @@ impl Expander {
         self.store.remove(slot).map_err(PyValueError::new_err)
     }
 
-    /// Expands `(label, score)` hits: returns passages `(slot, start, end,
-    /// token_count, score, section, hit indices)` and the dropped hit indices.
-    #[pyo3(signature = (hits, window=None, parent=false, auto_merge=None, budget=None, order="score", pack="skip", trim=false))]
-    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-    fn expand(
-        &self,
-        hits: Vec<(u64, f64)>,
-        window: Option<u32>,
-        parent: bool,
-        auto_merge: Option<f64>,
-        budget: Option<usize>,
-        order: &str,
-        pack: &str,
-        trim: bool,
-    ) -> PyResult<(Vec<(u32, u32, u32, u32, f64, u32, Vec<u32>)>, Vec<u32>)> {
-        let params = expand_params(window, parent, auto_merge, budget, order, pack, trim)?;
-        let payload = self.store.expand(&self.tk, &hits, &params).map_err(PyValueError::new_err)?;
-        let passages = payload
-            .passages
-            .into_iter()
-            .map(|p| (p.doc, p.start, p.end, p.tokens, p.score, p.section, p.hits.into_vec()))
-            .collect();
-        Ok((passages, payload.dropped))
-    }
-
-    /// `expand` from and to Python objects, so that no per-hit or per-passage
-    /// work is left to Python: `hits` is a sequence of objects with `leaf` and
+    /// Expands hits into passages, from and to Python objects, so that no per-hit
+    /// or per-passage work is left to Python: `hits` is a sequence of objects with `leaf` and
     /// `score` attributes (`Hit`), `docs[slot]` has `doc_id`, `text` and
     /// `headings` attributes. Returns `(passages, dropped hits)`, each passage
     /// a `passage_type` tuple `(doc_id, start, end, token_count, score,

@@ -86,17 +86,6 @@ class Expander:
         labels: list[list[int]],
     ) -> list[int]: ...
     def remove(self, slot: int) -> None: ...
-    def expand(
-        self,
-        hits: list[tuple[int, float]],
-        window: int | None = None,
-        parent: bool = False,
-        auto_merge: float | None = None,
-        budget: int | None = None,
-        order: str = "score",
-        pack: str = "skip",
-        trim: bool = False,
-    ) -> tuple[list[tuple[int, int, int, int, float, int, list[int]]], list[int]]: ...
     def expand_objects(
         self,
         hits: Sequence[Any],
