@@ -25,10 +25,9 @@ import onnxruntime as ort
 from bench_texts import mixed_texts
 from chunkforge import Encoder
 from chunkforge.encoder import POOLED_OUTPUT
+from embed_bench import QUERY, REFERENCE, naive
 
 CUDA = "CUDAExecutionProvider"
-REFERENCE = Path(__file__).resolve().parent.parent / "tests" / "data" / "minilm-reference.npz"
-QUERY = "what is the capital city of portugal and its population"  # 12 tokens with [CLS]/[SEP]
 
 
 def median_seconds(run: Callable[[], object], rounds: int) -> float:
@@ -39,15 +38,6 @@ def median_seconds(run: Callable[[], object], rounds: int) -> float:
         run()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
-
-
-def naive(enc: Encoder, texts: list[str], batch: int = 32) -> np.ndarray:
-    """Batches of ``batch`` texts in input order, each padded to its longest text."""
-    out = []
-    for i in range(0, len(texts), batch):
-        ids, mask, _, _ = enc.tokenizer._native.encode_padded(texts[i:i + batch], enc.max_length)
-        out.append(enc._run(enc._session, ids, mask, POOLED_OUTPUT))
-    return np.concatenate(out)
 
 
 def session_only(enc: Encoder, texts: list[str]) -> Callable[[], None]:
@@ -113,7 +103,7 @@ def main() -> None:
         name = "fused fp32" if variant == "optimized" else "fp16"
         print(f"{name}: {len(texts)} texts, {real} real tokens; worst cosine to the PyTorch reference {cosine:.6f}",
               flush=True)
-        seconds = median_seconds(lambda enc=enc: naive(enc, texts), args.rounds)
+        seconds = median_seconds(lambda enc=enc: naive(enc)(texts), args.rounds)
         rows.append(f"| {name}, naive batches of 32 in input order | {real / seconds:,.0f} | |")
         print(rows[-1], flush=True)
         for budget in budgets:
