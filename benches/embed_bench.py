@@ -46,7 +46,7 @@ def naive(enc: Encoder, batch: int = 32) -> Callable[[list[str]], np.ndarray]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--budget", type=int, default=None, help="max_batch_tokens (default: the encoder's, 1024 on CPU)")
+    parser.add_argument("--budget", type=int, default=None, help="max_batch_tokens (default: the encoder's, 512 on CPU)")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
 

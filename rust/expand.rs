@@ -188,6 +188,11 @@ impl Doc {
         Sizer::new(tk, &self.text, &self.tokens, cache)
     }
 
+    /// The number of children of `n`'s parent (0 for a root).
+    fn siblings(&self, n: &Node) -> u32 {
+        if n.parent == NONE { 0 } else { self.nodes[n.parent as usize].children }
+    }
+
     fn byte(&self, i: u32) -> usize {
         self.char_bytes.as_ref().map_or(i as usize, |b| b[i as usize] as usize)
     }
@@ -360,7 +365,7 @@ impl Store {
             let node = doc.leaves[i];
             let n = &doc.nodes[node as usize];
             let (start, end, words, parent, section) = (n.start, n.end, n.words, n.parent, n.section);
-            let siblings = if parent == NONE { 0 } else { doc.nodes[parent as usize].children };
+            let siblings = doc.siblings(n);
             self.labels[l] = LeafRef { slot, node, parent, siblings, section, start, end, words, sentences: doc.leaf_sentences[i] };
         }
         self.docs.push(Some(doc));
@@ -453,10 +458,9 @@ impl Store {
     }
 
     fn node_unit(&self, doc: u32, node: u32, score: f64, hits: HitIds) -> Unit {
-        let nodes = &self.docs[doc as usize].as_ref().unwrap().nodes;
-        let n = &nodes[node as usize];
-        let siblings = if n.parent == NONE { 0 } else { nodes[n.parent as usize].children };
-        Unit { doc, node, parent: n.parent, siblings, sentences: None, start: n.start, end: n.end, words: n.words, score, section: n.section, hits }
+        let d = self.docs[doc as usize].as_ref().unwrap();
+        let n = &d.nodes[node as usize];
+        Unit { doc, node, parent: n.parent, siblings: d.siblings(n), sentences: None, start: n.start, end: n.end, words: n.words, score, section: n.section, hits }
     }
 
     /// LlamaIndex's AutoMergingRetriever: while some parent has more than
