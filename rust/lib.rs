@@ -13,7 +13,6 @@ mod structure;
 mod split;
 mod tokenizer;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -63,23 +62,59 @@ fn borrow_all<'a>(holder: &'a [Bound<'_, PyAny>]) -> PyResult<Vec<&'a str>> {
     holder.iter().enumerate().map(|(i, o)| as_str(o, &|| format!("texts[{i}]"))).collect()
 }
 
+/// The largest `threads` accepted: 4 x the cores (more threads than that only
+/// cost memory and scheduling, and a typo like `threads=10**6` would otherwise
+/// try to start a million OS threads).
+fn max_threads() -> usize {
+    4 * std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Pools kept for explicit `threads` values, least recently used first: at most
+/// this many, so that many distinct values cannot pile up live threads.
+const KEPT_POOLS: usize = 4;
+
+/// A pool of `n` threads from a small LRU of pools (an evicted pool's threads
+/// exit once the pool is no longer in use).
+fn pool(n: usize) -> PyResult<Arc<rayon::ThreadPool>> {
+    static POOLS: OnceLock<Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>>> = OnceLock::new();
+    let mut pools = POOLS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(i) = pools.iter().position(|(k, _)| *k == n) {
+        let entry = pools.remove(i);
+        let pool = entry.1.clone();
+        pools.push(entry);
+        return Ok(pool);
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build()
+        .map_err(|e| PyValueError::new_err(format!("threads={n}: cannot start the threads: {e}")))?;
+    let pool = Arc::new(pool);
+    if pools.len() >= KEPT_POOLS {
+        pools.remove(0);
+    }
+    pools.push((n, pool.clone()));
+    Ok(pool)
+}
+
+/// Checks a `threads` argument: `1 <= threads <= max_threads()`.
+fn check_threads(threads: Option<usize>) -> PyResult<()> {
+    match threads {
+        Some(n) if n < 1 || n > max_threads() => Err(PyValueError::new_err(format!(
+            "threads must be between 1 and {} (4 x the {} cores), got {n}",
+            max_threads(),
+            max_threads() / 4
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Runs `f` over `items` on `threads` threads (None: all cores), in input order.
 fn parallel_map<T: Sync, R: Send>(items: &[T], threads: Option<usize>, f: impl Fn(&T) -> R + Sync + Send) -> PyResult<Vec<R>> {
+    check_threads(threads)?;
     match threads {
-        Some(0) => Err(PyValueError::new_err("threads must be at least 1")),
         Some(1) => Ok(items.iter().map(f).collect()),
         None => Ok(items.par_iter().map(f).collect()),
-        Some(n) => {
-            static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
-            let pool = POOLS
-                .get_or_init(Default::default)
-                .lock()
-                .unwrap()
-                .entry(n)
-                .or_insert_with(|| Arc::new(rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap()))
-                .clone();
-            Ok(pool.install(|| items.par_iter().map(f).collect()))
-        }
+        Some(n) => Ok(pool(n)?.install(|| items.par_iter().map(f).collect())),
     }
 }
 
@@ -401,6 +436,12 @@ impl SpanCounter {
     }
 }
 
+/// The largest `threads` value accepted (4 x the cores).
+#[pyfunction(name = "max_threads")]
+fn py_max_threads() -> usize {
+    max_threads()
+}
+
 /// Sentence spans `[(start, end), ...]` of `text` in code point offsets.
 #[pyfunction]
 fn split_sentences(py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Vec<(usize, usize)>> {
@@ -676,6 +717,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SpanCounter>()?;
     m.add_class::<Expander>()?;
     m.add_function(wrap_pyfunction!(split_sentences, m)?)?;
+    m.add_function(wrap_pyfunction!(py_max_threads, m)?)?;
     m.add_function(wrap_pyfunction!(span_overlaps, m)?)?;
     m.add_function(wrap_pyfunction!(late_windows, m)?)?;
     m.add_function(wrap_pyfunction!(late_pool, m)?)?;

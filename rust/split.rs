@@ -89,6 +89,10 @@ fn split_group(
     units: &mut Vec<Unit>,
     groups: &mut Vec<(usize, usize)>,
 ) {
+    let (s, e) = trim(sz.text, s, e);
+    if s >= e {
+        return; // whitespace only: no chunk
+    }
     if sz.count(s, e) <= max {
         units.push(Unit { s, e });
         groups.push((units.len() - 1, units.len()));
@@ -341,14 +345,26 @@ fn token_windows(sz: &mut Sizer, max: usize, overlap: usize) -> Vec<ChunkSpan> {
     let text = sz.text;
     let ntok = tm.start.len();
     // the cut before token k
+    // the cut before token k: the first window starts at the text's start and the
+    // last ends at its end, so characters that encode to no token (U+200B) are kept
     let cut = |k: usize| -> usize {
-        if k >= ntok {
+        if k == 0 {
+            0
+        } else if k >= ntok {
             text.len()
         } else {
             floor_char(text, tm.start[k] as usize)
         }
     };
     let mut out: Vec<ChunkSpan> = vec![];
+    if ntok == 0 {
+        // text of characters that encode to no token: one chunk of 0 tokens
+        let (s, e) = trim(text, 0, text.len());
+        if s < e {
+            out.push(ChunkSpan { start: s, end: e, tokens: sz.exact(s, e) });
+        }
+        return out;
+    }
     let (mut a, mut prev_b) = (0, 0);
     while a < ntok {
         let mut b = (a + max).min(ntok);
@@ -367,7 +383,13 @@ fn token_windows(sz: &mut Sizer, max: usize, overlap: usize) -> Vec<ChunkSpan> {
             a = prev_b; // the overlap left no room for anything new: restart without it
             continue;
         }
-        if start < end {
+        if n > max {
+            // one token whose text re-encodes above the limit alone (`##ße` is `ß` + `##e`):
+            // cut it between characters; only a single character may still exceed
+            let mut pieces = vec![];
+            char_units(sz, start, end, max, &mut pieces);
+            out.extend(pieces.iter().map(|u| ChunkSpan { start: u.s, end: u.e, tokens: sz.exact(u.s, u.e) }));
+        } else if start < end {
             out.push(ChunkSpan { start, end, tokens: n });
         }
         prev_b = b;

@@ -84,22 +84,32 @@ impl Outline {
     }
 }
 
-/// The outline of a Markdown document. YAML front matter is metadata: it is in
-/// no block.
+/// The byte span of the YAML front matter (`---` … `---`/`...` lines) that opens
+/// `text`, if any. Only at the very start: a `---` … `---` block further down is
+/// a thematic break and text, as on GitHub.
+fn front_matter(text: &str) -> Option<(usize, usize)> {
+    let opts = Options::ENABLE_YAML_STYLE_METADATA_BLOCKS;
+    match Parser::new_ext(text, opts).into_offset_iter().next() {
+        Some((Event::Start(Tag::MetadataBlock(_)), range)) if range.start == 0 => Some((range.start, range.end)),
+        _ => None,
+    }
+}
+
+/// The outline of a Markdown document. YAML front matter (at the start) is
+/// metadata: it is in no block.
 pub fn markdown(text: &str) -> Outline {
-    let opts = Options::ENABLE_TABLES
-        | Options::ENABLE_YAML_STYLE_METADATA_BLOCKS
-        | Options::ENABLE_FOOTNOTES
-        | Options::ENABLE_STRIKETHROUGH
-        | Options::ENABLE_TASKLISTS;
+    let opts = Options::ENABLE_TABLES | Options::ENABLE_FOOTNOTES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
     let mut out = Outline::new();
     let mut stack: Vec<(usize, String)> = vec![];
     let mut section = 0;
     let mut depth = 0usize;
-    let mut front_matter = None;
+    let front_matter = front_matter(text);
+    // the body after the front matter is parsed alone, its offsets shifted back
+    let base = front_matter.map_or(0, |(_, e)| e);
     let mut current: Option<Block> = None;
     let mut heading: Option<(usize, String)> = None;
-    for (event, range) in Parser::new_ext(text, opts).into_offset_iter() {
+    for (event, range) in Parser::new_ext(&text[base..], opts).into_offset_iter() {
+        let range = range.start + base..range.end + base;
         match event {
             Event::Start(tag) => {
                 if depth == 0 {
@@ -113,20 +123,16 @@ pub fn markdown(text: &str) -> Outline {
                         Tag::List(_) => Kind::List,
                         Tag::BlockQuote(_) => Kind::Quote,
                         Tag::HtmlBlock => Kind::Html,
-                        Tag::MetadataBlock(_) => {
-                            front_matter = Some((range.start, range.end));
-                            Kind::Text
-                        }
                         _ => Kind::Text,
                     };
-                    if !matches!(tag, Tag::MetadataBlock(_)) {
-                        let (s, e) = trim(text, range.start, range.end);
-                        current = Some(Block { start: s, end: e, kind, section, parts: vec![], header: None });
-                    }
+                    let (s, e) = trim(text, range.start, range.end);
+                    current = Some(Block { start: s, end: e, kind, section, parts: vec![], header: None });
                 } else if let Some(b) = current.as_mut() {
+                    // rows and items of whitespace only (a U+3000 line in a table) are no part
+                    let (s, e) = trim(text, range.start, range.end);
                     match (&tag, depth) {
-                        (Tag::TableHead, 1) => b.header = Some(trim(text, range.start, range.end)),
-                        (Tag::TableRow, 1) | (Tag::Item, 1) => b.parts.push(trim(text, range.start, range.end)),
+                        (Tag::TableHead, 1) if s < e => b.header = Some((s, e)),
+                        (Tag::TableRow, 1) | (Tag::Item, 1) if s < e => b.parts.push((s, e)),
                         _ => {}
                     }
                 }

@@ -150,9 +150,52 @@ fn pair_key(a: u32, b: u32) -> u64 {
     ((a as u64) << 32) | b as u64
 }
 
+/// The added tokens (`[CLS]`, `<|endoftext|>`) as the fast path handles them.
+enum Added {
+    /// None.
+    None,
+    /// HF splits a text at every match of these (leftmost-longest, case
+    /// sensitive: none is normalized, stripped or single-word, and no two can
+    /// overlap or nest, so every occurrence is a match in any span holding it):
+    /// the fast path runs between them, each match is one token of `ids`.
+    Split { matcher: AhoCorasick, ids: Vec<u32> },
+    /// Tokens the fast path does not model: a text where one may occur (any
+    /// case) takes HF's pipeline.
+    Other(AhoCorasick),
+}
+
+impl Added {
+    fn new(hf: &tokenizers::Tokenizer) -> Added {
+        let mut tokens: Vec<(u32, tokenizers::AddedToken)> = hf.get_added_tokens_decoder().into_iter().collect();
+        if tokens.is_empty() {
+            return Added::None;
+        }
+        tokens.sort_by_key(|(id, _)| *id);
+        let contents: Vec<&str> = tokens.iter().map(|(_, t)| t.content.as_str()).collect();
+        let simple = |t: &tokenizers::AddedToken| !t.normalized && !t.lstrip && !t.rstrip && !t.single_word && !t.content.is_empty();
+        // no proper suffix of a token starts a token, and no token holds another
+        let apart = |a: &str, b: &str| !a.char_indices().skip(1).any(|(k, _)| b.starts_with(&a[k..])) && (a == b || !a.contains(b));
+        let distinct = contents.iter().collect::<std::collections::HashSet<_>>().len() == contents.len();
+        let plain = !hf.get_added_vocabulary().get_encode_special_tokens()
+            && distinct
+            && tokens.iter().all(|(_, t)| simple(t))
+            && contents.iter().all(|a| contents.iter().all(|b| apart(a, b)));
+        if plain {
+            let matcher = AhoCorasick::builder()
+                .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                .build(&contents)
+                .expect("added tokens");
+            Added::Split { matcher, ids: tokens.iter().map(|(id, _)| *id).collect() }
+        } else {
+            let patterns = contents.iter().filter(|c| !c.is_empty());
+            Added::Other(AhoCorasick::builder().ascii_case_insensitive(true).build(patterns).expect("added tokens"))
+        }
+    }
+}
+
 enum Path {
     /// Our pre-tokenizer + a word cache over the HF model.
-    Fast { pre: PreTokenizer2, byte_level: bool, specials: Option<AhoCorasick> },
+    Fast { pre: PreTokenizer2, byte_level: bool, added: Added },
     /// HF's whole pipeline for each document.
     Hf,
 }
@@ -266,11 +309,6 @@ impl Tokenizer {
     }
 
     fn choose_path(hf: &tokenizers::Tokenizer) -> Path {
-        let specials: Vec<String> =
-            hf.get_added_tokens_decoder().values().map(|t| t.content.clone()).collect();
-        let specials = (!specials.is_empty()).then(|| {
-            AhoCorasick::builder().ascii_case_insensitive(true).build(&specials).unwrap()
-        });
         let pre = match (hf.get_normalizer(), hf.get_pre_tokenizer()) {
             (None, Some(PreTokenizerWrapper::BertPreTokenizer(_))) => {
                 Some((PreTokenizer2::bert(None), false))
@@ -284,7 +322,7 @@ impl Tokenizer {
             _ => None,
         };
         match pre {
-            Some((pre, byte_level)) => Path::Fast { pre, byte_level, specials },
+            Some((pre, byte_level)) => Path::Fast { pre, byte_level, added: Added::new(hf) },
             None => Path::Hf,
         }
     }
@@ -313,22 +351,9 @@ impl Tokenizer {
 
     /// Number of tokens of `text`, without special tokens.
     pub fn count(&self, text: &str, cache: &mut WordCache) -> Result<usize, Error> {
-        if let Some(pre) = self.fast_pre(text) {
-            let mut n = 0usize;
-            let mut err = None;
-            let ok = pre.words(text, |s, e| match self.word_tokens(&text[s..e], cache) {
-                Ok((off, len)) => {
-                    let _ = off;
-                    n += len;
-                }
-                Err(x) => err = Some(x),
-            });
-            if let Some(e) = err {
-                return Err(e);
-            }
-            if ok {
-                return Ok(n);
-            }
+        let mut n = 0usize;
+        if self.fast_walk(text, cache, &mut |_, _, toks| n += toks.len())? {
+            return Ok(n);
         }
         Ok(self.hf_encode(text)?.len())
     }
@@ -339,48 +364,69 @@ impl Tokenizer {
         if text.len() >= u32::MAX as usize {
             return Err("a text longer than 4 GiB".into());
         }
-        if let Some(pre) = self.fast_pre(text) {
-            let mut doc = DocTokens::new(with_tokens, true);
-            let mut err = None;
-            let ok = pre.words(text, |s, e| {
-                let (off, len) = match self.word_tokens(&text[s..e], cache) {
-                    Ok(r) => r,
-                    Err(x) => {
-                        err = Some(x);
-                        return;
-                    }
-                };
-                if len == 0 {
-                    return;
-                }
-                doc.push_word(s, e, len);
-                if let Some(tm) = doc.tokens.as_mut() {
-                    let toks = if off == u32::MAX { &cache.scratch[..] } else { &cache.toks[off as usize..off as usize + len] };
-                    for t in toks {
-                        tm.ids.push(t.id);
-                        tm.start.push(s as u32 + t.start);
-                        tm.end.push(s as u32 + t.end);
-                    }
-                }
-            });
-            if let Some(e) = err {
-                return Err(e);
+        let mut doc = DocTokens::new(with_tokens, true);
+        let fast = self.fast_walk(text, cache, &mut |s, e, toks| {
+            if toks.is_empty() {
+                return;
             }
-            if ok {
-                return Ok(doc);
+            doc.push_word(s, e, toks.len());
+            if let Some(tm) = doc.tokens.as_mut() {
+                for t in toks {
+                    tm.ids.push(t.id);
+                    tm.start.push(s as u32 + t.start);
+                    tm.end.push(s as u32 + t.end);
+                }
             }
+        })?;
+        if fast {
+            return Ok(doc);
         }
         self.analyze_hf(text, with_tokens)
     }
 
-    /// The fast pre-tokenizer, if this text may use it.
-    fn fast_pre(&self, text: &str) -> Option<&PreTokenizer2> {
-        match &self.path {
-            Path::Fast { pre, specials, .. } => match specials {
-                Some(ac) if ac.is_match(text) => None,
-                _ => Some(pre),
-            },
-            Path::Hf => None,
+    /// The fast path: calls `f(start, end, tokens)` for every word of `text` in
+    /// order (token spans relative to the word); the pieces between added tokens
+    /// are pre-tokenized alone, as HF does, and each added token is a word of
+    /// one token. Returns false (maybe after calls for some of the words) when
+    /// the text needs HF's pipeline.
+    fn fast_walk(&self, text: &str, cache: &mut WordCache, f: &mut dyn FnMut(usize, usize, &[Tok])) -> Result<bool, Error> {
+        let Path::Fast { pre, added, .. } = &self.path else { return Ok(false) };
+        let mut err = None;
+        let mut piece = |base: usize, end: usize, f: &mut dyn FnMut(usize, usize, &[Tok])| {
+            let seg = &text[base..end];
+            pre.words(seg, |s, e| {
+                if err.is_some() {
+                    return;
+                }
+                match self.word_tokens(&seg[s..e], cache) {
+                    Ok((off, len)) => {
+                        let toks = if off == u32::MAX { &cache.scratch[..] } else { &cache.toks[off as usize..off as usize + len] };
+                        f(base + s, base + e, toks);
+                    }
+                    Err(x) => err = Some(x),
+                }
+            })
+        };
+        let ok = match added {
+            Added::Other(any) if any.is_match(text) => false,
+            Added::None | Added::Other(_) => piece(0, text.len(), f),
+            Added::Split { matcher, ids } => {
+                let mut pos = 0;
+                let mut ok = true;
+                for m in matcher.find_iter(text) {
+                    ok = piece(pos, m.start(), f);
+                    if !ok {
+                        break;
+                    }
+                    f(m.start(), m.end(), &[Tok { id: ids[m.pattern().as_usize()], start: 0, end: (m.end() - m.start()) as u32 }]);
+                    pos = m.end();
+                }
+                ok && piece(pos, text.len(), f)
+            }
+        };
+        match err {
+            Some(e) => Err(e),
+            None => Ok(ok),
         }
     }
 

@@ -82,7 +82,7 @@ class Tokenizer:
 
     def count_batch(self, texts: Iterable[str], threads: int | None = None) -> np.ndarray:
         """Token counts of many texts (GIL released, parallel across texts)."""
-        return self._native.count_batch(_as_list(texts), threads=threads)
+        return self._native.count_batch(_as_list(texts), threads=check_threads(threads))
 
     def span_counter(self, text: str) -> _native.SpanCounter:
         """Tokenizes ``text`` once; ``.count(start, end)`` then gives the exact
@@ -125,6 +125,19 @@ def as_tokenizer(tokenizer: Any) -> Tokenizer:
         "tokenizer must be a chunkforge.Tokenizer, a path to tokenizer.json, "
         f"a tokenizers.Tokenizer or None, not {type(tokenizer).__name__}"
     )
+
+
+def check_threads(threads: Any) -> int | None:
+    """``threads``: None (all cores) or an int from 1 to 4 x the cores (``_native.max_threads()``);
+    errors name the parameter."""
+    if threads is None:
+        return None
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
+        raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
+    cap = _native.max_threads()
+    if not 1 <= threads <= cap:
+        raise ValueError(f"threads must be between 1 and {cap} (4 x the {cap // 4} cores), got {threads}")
+    return int(threads)
 
 
 def _as_list(texts: Iterable[str]) -> list[str]:

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _native
 from ..chunk import Chunk
-from ..tokenizer import Tokenizer, _as_list, as_tokenizer
+from ..tokenizer import Tokenizer, _as_list, as_tokenizer, check_threads
 
 
 class Spans(NamedTuple):
@@ -29,12 +29,18 @@ class BatchSpans(NamedTuple):
     token_count: np.ndarray
 
 
-def check_int(name: str, value: Any, minimum: int) -> int:
-    """``value`` as an int ``>= minimum``; errors name the parameter."""
+# the largest count the native core takes (a 64-bit signed integer)
+INT_MAX = 2**63 - 1
+
+
+def check_int(name: str, value: Any, minimum: int, maximum: int = INT_MAX) -> int:
+    """``value`` as an int in ``[minimum, maximum]``; errors name the parameter."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return int(value)
 
 
@@ -86,8 +92,7 @@ class BaseChunker:
 
     def spans_batch(self, texts: Iterable[str], threads: int | None = None) -> BatchSpans:
         """Chunk spans of many documents as numpy columns: the bulk path."""
-        if threads is not None:
-            threads = check_int("threads", threads, 1)
+        threads = check_threads(threads)
         return BatchSpans(*self._native.spans_batch(_as_list(texts), threads=threads))
 
     def __repr__(self) -> str:

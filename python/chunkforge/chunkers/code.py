@@ -11,7 +11,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from ..chunk import Chunk
-from ..tokenizer import _as_list
+from ..tokenizer import _as_list, check_threads
 from ._base import BaseChunker, BatchSpans, Spans, check_int
 from .recursive import RecursiveChunker
 
@@ -236,8 +236,7 @@ class CodeChunker(BaseChunker):
     def chunk_batch(self, texts: Iterable[str], threads: int | None = None) -> list[list[Chunk]]:
         """Chunks many files, in input order. tree-sitter holds the GIL, so
         ``threads`` is only checked: files are chunked one after another."""
-        if threads is not None:
-            check_int("threads", threads, 1)
+        check_threads(threads)
         return [self.chunk(t) for t in _as_list(texts)]
 
     def spans(self, text: str) -> Spans:

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _native
 from ..chunk import Chunk
-from ..tokenizer import _as_list
+from ..tokenizer import _as_list, check_threads
 from ._base import BaseChunker, BatchSpans, Spans, check_int, check_min_tokens
 
 KINDS = ("text", "heading", "table", "code", "list", "quote", "html")
@@ -74,9 +74,7 @@ class MarkdownChunker(BaseChunker):
     __call__ = chunk
 
     def _structured(self, texts: list[str], threads: int | None) -> list[tuple[np.ndarray, list[list[str]]]]:
-        if threads is not None:
-            threads = check_int("threads", threads, 1)
-        return self._native.structured_batch(texts, threads=threads)
+        return self._native.structured_batch(texts, threads=check_threads(threads))
 
     def spans(self, text: str) -> Spans:
         """Chunk spans of one document as numpy columns."""
