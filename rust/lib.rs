@@ -1,17 +1,18 @@
 //! Python bindings of chunkforge's native core. Only binding code lives here:
 //! the concepts are in their own modules.
 
-mod encode;
-mod expand;
-mod metrics;
-mod late;
-mod pretokenize;
-mod segment;
-mod sizer;
-mod spans;
-mod structure;
-mod split;
-mod tokenizer;
+/// The concept modules: private, and public with the `fuzzing` feature (for the
+/// `cargo fuzz` targets in `fuzz/`, which check their invariants directly).
+macro_rules! modules {
+    ($($m:ident),*) => {$(
+        #[cfg(feature = "fuzzing")]
+        #[doc(hidden)]
+        pub mod $m;
+        #[cfg(not(feature = "fuzzing"))]
+        mod $m;
+    )*};
+}
+modules!(encode, expand, metrics, late, pretokenize, segment, sizer, spans, structure, split, tokenizer);
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};

@@ -71,6 +71,13 @@ impl<'a> Sizer<'a> {
                 head = end_of(i);
                 i += 1;
             }
+            // byte-level BPE splits a whitespace run by what follows it ("\t\t-" is
+            // "\t", "\t", "-" but "\t\t" alone one word): the recount goes on to
+            // the first word that does not end in whitespace
+            while self.tk.tokenizes_whitespace() && i < j && end_of(i) <= e && self.text[..head].ends_with(char::is_whitespace) {
+                head = end_of(i);
+                i += 1;
+            }
         }
         let mut tail = e; // [tail, e) is recounted
         if j > i && end_of(j - 1) > e {
