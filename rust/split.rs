@@ -221,7 +221,7 @@ fn token_units(sz: &mut Sizer, s: usize, e: usize, max: usize, out: &mut Vec<Uni
                 pos = we;
                 break;
             }
-            let shrunk = (b - (count - max).max(1)).max(a + 1);
+            let shrunk = b.saturating_sub((count - max).max(1)).max(a + 1);
             if shrunk == b || cut(shrunk) <= ws {
                 char_units(sz, ws, we, max, out);
                 pos = we;
@@ -377,7 +377,7 @@ fn token_windows(sz: &mut Sizer, max: usize, overlap: usize) -> Vec<ChunkSpan> {
             if n <= max || b == a + 1 {
                 break (s, e, n);
             }
-            b = (b - (n - max).max(1)).max(a + 1);
+            b = b.saturating_sub((n - max).max(1)).max(a + 1);
         };
         if out.last().is_some_and(|last| end <= last.end) && a < prev_b {
             a = prev_b; // the overlap left no room for anything new: restart without it

@@ -255,3 +255,39 @@ def test_added_tokens_not_modelled_take_the_general_path():
         ours = tok.encode_offsets(text)
         theirs = hf.encode(text, add_special_tokens=False)
         assert ours.ids.tolist() == theirs.ids and [tuple(o) for o in ours.offsets.tolist()] == theirs.offsets
+
+
+# found by the fuzzer (fuzz/): inputs that broke an invariant, kept as regression tests
+
+
+def test_fuzz_find_token_units_shrink_underflow():
+    """A piece whose token window re-encoded to more tokens over the limit than the
+    window held: the shrink step underflowed (a hang in release builds). Run in a
+    child process so that a hang fails the test instead of stopping the suite."""
+    data = (ROOT / "tests/data/fuzz/split-token-units-overflow.bin").read_bytes()
+    result = run_python(
+        f"""
+        import chunkforge
+        text = {data[4:].decode("utf-8", "replace")!r}.encode()[:512].decode("utf-8", "ignore")
+        tok = chunkforge.Tokenizer.default()
+        chunks = chunkforge.RecursiveChunker(tok, max_tokens=1, min_tokens=1).chunk(text)
+        assert all(text[c.start:c.end] == c.text and c.token_count == tok.count(c.text) for c in chunks)
+        assert all(c.token_count <= 1 or len(c.text) == 1 for c in chunks)
+        print(len(chunks))
+        """,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) > 50
+
+
+def test_fuzz_find_bpe_span_starting_in_a_whitespace_run():
+    """A span starting inside a run of tabs before `-`: byte-level BPE splits the run by
+    what follows it, so the recount of the cut run must reach the next non-space word."""
+    tok = cf_tokenizer("bpe")
+    text = "| SHARED\t\t\t-\tsize of mapping\n\t| PRIVATE READ-only\t-\t0 cost"
+    counter = tok.span_counter(text)
+    for s in range(len(text)):
+        for e in range(s, min(len(text), s + 24) + 1):
+            assert counter.count(s, e) == len(hf_tokenizer("bpe").encode(text[s:e], add_special_tokens=False).ids), \
+                (s, e, text[s:e])

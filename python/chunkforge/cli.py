@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -36,6 +35,7 @@ from typing import IO, TYPE_CHECKING, NamedTuple, TypeVar
 import numpy as np
 from tqdm import tqdm
 
+from ._atomic import OutputError, atomic_path, checksum_ok, write_checksum
 from .chunk import Chunk
 from .chunkers import (
     CodeChunker,
@@ -48,6 +48,7 @@ from .chunkers import (
     node_id,
 )
 from .chunkers.markdown import syntax_for_path
+from .tokenizer import check_threads
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -310,19 +311,22 @@ def parse_record(path: str, lineno: int, line: bytes) -> Doc:
     """One JSONL line as a document; the id defaults to ``"<path>:<line>"``."""
     where = f"{path}:{lineno}"
     record = json_object(where, line)
-    doc_id = record.get("id", where)
+    return Doc(record_id(where, record, "id"), record_text(where, record), len(line))
+
+
+def record_id(where: str, record: dict, *keys: str) -> str | int:
+    """The record's id: the first of ``keys`` present (else ``where``), a string or an integer."""
+    doc_id = next((record[k] for k in keys if k in record), where)
     if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
-        raise InputError(f'{where}: "id" must be a string or an integer, not {type(doc_id).__name__}')
-    return Doc(doc_id, record_text(where, record), len(line))
+        raise InputError(f'{where}: "{keys[0]}" must be a string or an integer, not {type(doc_id).__name__}')
+    return doc_id
 
 
 def parse_chunk_record(path: str, lineno: int, line: bytes) -> ChunkRecord:
     """One chunk record; ``doc_id`` falls back to ``id`` then ``"<path>:<line>"``, ``index`` to 0."""
     where = f"{path}:{lineno}"
     record = json_object(where, line)
-    doc_id = record.get("doc_id", record.get("id", where))
-    if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
-        raise InputError(f'{where}: "doc_id" must be a string or an integer, not {type(doc_id).__name__}')
+    doc_id = record_id(where, record, "doc_id", "id")
     index = record.get("index", 0)
     if isinstance(index, bool) or not isinstance(index, int):
         raise InputError(f'{where}: "index" must be an integer, not {type(index).__name__}')
@@ -337,6 +341,10 @@ def json_object(where: str, line: bytes) -> dict:
         raise InputError(f"{where}: not valid UTF-8") from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"{where}: not valid JSON ({exc.msg})") from exc
+    except RecursionError as exc:
+        raise InputError(f"{where}: JSON nested too deeply") from exc
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise InputError(f"{where}: not valid JSON ({exc})") from exc
     if not isinstance(record, dict):
         raise InputError(f"{where}: expected a JSON object, got {type(record).__name__}")
     return record
@@ -454,43 +462,38 @@ def open_output(path: str | None) -> Iterator[IO[str]]:
 
 @contextlib.contextmanager
 def atomic_file(target: Path) -> Iterator[Path]:
-    """A temp path beside ``target``, synced and renamed over it on success and
-    removed on any failure (including Ctrl-C)."""
-    if target.is_dir():
-        raise InputError(f"--out {target} is a folder")
+    """A temp path whose content becomes ``target``'s on success (``_atomic``: atomic
+    for files, write-through for devices and pipes, symlinks followed); an
+    output that cannot be written is an InputError naming ``--out``."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise InputError(f"cannot write --out {target}: {exc.strerror or exc}") from exc
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        with open(tmp, "rb") as done:
-            os.fsync(done.fileno())
-        os.chmod(tmp, 0o666 & ~current_umask())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+        with atomic_path(target) as tmp:
+            yield tmp
+    except OutputError as exc:
+        raise InputError(f"--out: {exc}") from exc
 
 
-def current_umask() -> int:
-    """The process umask (read by setting it and restoring it)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def refuse_output_input(out: str | None, inputs: Iterable[str]) -> None:
+    """InputError when ``--out`` is one of the input files (it would be overwritten)."""
+    if out is None or out == "-" or not os.path.exists(out):
+        return
+    for path in inputs:
+        with contextlib.suppress(OSError):
+            if os.path.samefile(out, path):
+                raise InputError(f"--out {out} is also an input ({path}); write to another file")
 
 
 def run_chunk(args: argparse.Namespace) -> str:
     """The ``chunk`` command; returns the summary line, raises InputError on bad input or arguments."""
-    if args.threads is not None and args.threads < 1:
-        raise InputError(f"--threads must be >= 1, got {args.threads}")
+    try:
+        check_threads(args.threads)
+    except ValueError as exc:
+        raise InputError(f"--{exc}") from exc
     chunkers = ChunkerSet(args)
     for path in args.paths:
         if not os.path.exists(path):
             raise InputError(f"no such file or folder: {path}")
     suffixes = CODE_SUFFIXES if args.strategy == "code" else FOLDER_SUFFIXES
+    refuse_output_input(args.out, expand(args.paths, suffixes + JSONL_SUFFIXES))
     totals = Totals()
     show = sys.stderr.isatty()
     with open_chunk_writer(args.out) as writer, tqdm(
@@ -542,7 +545,8 @@ def load_encoder(args: argparse.Namespace) -> Encoder:
 
 
 def write_part(path: Path, part: list[ChunkRecord], vectors: np.ndarray, fmt: str) -> None:
-    """One part's vectors (and ids, for Parquet), written atomically."""
+    """One part's vectors (and ids, for Parquet), written atomically, then its
+    checksum beside it (``PART.sha256``): a part is reused only when both agree."""
     with atomic_file(path) as tmp:
         if fmt == "npy":
             with open(tmp, "wb") as f:
@@ -551,6 +555,7 @@ def write_part(path: Path, part: list[ChunkRecord], vectors: np.ndarray, fmt: st
             import pyarrow.parquet as pq
 
             pq.write_table(chunk_table(part, vectors), tmp)
+    write_checksum(path)
 
 
 def chunk_table(part: list[ChunkRecord], vectors: np.ndarray) -> pa.Table:
@@ -602,6 +607,7 @@ def run_embed(args: argparse.Namespace) -> str:
     if not os.path.isfile(args.path):
         raise InputError(f"no such file: {args.path}")
     out, fmt = output_format(args.out)
+    refuse_output_input(str(out), [args.path])
     encoder = load_encoder(args)
     graph = encoder.graph.stat()
     settings = json.dumps([str(encoder.graph), graph.st_size, graph.st_mtime_ns, encoder.max_length,
@@ -611,13 +617,23 @@ def run_embed(args: argparse.Namespace) -> str:
         parts_dir.mkdir(exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot write --out {out}: {exc.strerror or exc}") from exc
+    try:
+        return embed_parts(args, encoder, settings, parts_dir, out, fmt)
+    finally:
+        with contextlib.suppress(OSError):
+            parts_dir.rmdir()  # only when empty: a failure before any part leaves no folder
+
+
+def embed_parts(args: argparse.Namespace, encoder: Encoder, settings: str, parts_dir: Path, out: Path,
+                fmt: str) -> str:
+    """Embeds the chunks part by part into ``parts_dir`` (reusing good parts), joins them into ``out``."""
     parts: list[Path] = []
     embedded = reused = 0
     records = read_jsonl(args.path, parse_chunk_record)
     with tqdm(unit=" chunks", file=sys.stderr, disable=not sys.stderr.isatty(), dynamic_ncols=True) as bar:
         while part := list(itertools.islice(records, args.part_rows)):
             path = parts_dir / f"part-{len(parts):06d}-{part_digest(settings, part)}.{fmt}"
-            if path.exists():
+            if checksum_ok(path):
                 reused += len(part)
             else:
                 try:

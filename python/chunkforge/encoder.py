@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -323,9 +323,7 @@ def read_model_config(folder: Path) -> dict[str, object]:
     elif isinstance(limit, int):
         settings["max_length"] = min(limit, 512)
     modules_file = folder / "modules.json"
-    modules = _read_json(modules_file) if modules_file.exists() else []
-    if not isinstance(modules, list):
-        raise ValueError(f"{modules_file}: expected a JSON list of modules")
+    modules = _read_json(modules_file, list)
     types = {str(m.get("type", "")).rsplit(".", 1)[-1]: m for m in modules if isinstance(m, dict)}
     if modules:
         settings["normalize"] = "Normalize" in types
@@ -343,13 +341,18 @@ def read_model_config(folder: Path) -> dict[str, object]:
     return settings
 
 
-def _read_json(path: Path) -> dict:
+def _read_json(path: Path, kind: type = dict) -> Any:
+    """The JSON value of ``path`` (``kind()`` when missing), which must be a ``kind``."""
     if not path.exists():
-        return {}
+        return kind()
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(value, kind):
+        expected = "a JSON object" if kind is dict else "a JSON array"
+        raise ValueError(f"{path} must hold {expected}, not a {type(value).__name__}")
+    return value
 
 
 def _session(

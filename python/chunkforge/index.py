@@ -19,9 +19,11 @@ Install ``pip install "chunkforge[index]"`` and the model weights
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import threading
 import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +34,9 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import numpy as np
 
 from . import _native
+from ._atomic import atomic_path
 from ._recommended import RECOMMENDED
+from ._rwlock import RWLock, reads, writes
 from .chunkers import SentenceChunker
 from .chunkers.markdown import syntax_for_path
 from .chunkers._base import check_int
@@ -192,6 +196,7 @@ class Index:
             raise ValueError(f"weights must be two non-negative numbers (dense, bm25), not {weights!r}")
         self.weights = (float(weights[0]), float(weights[1]))
         self.rrf_k = check_int("rrf_k", rrf_k, 1)
+        self._graph_top = 0  # 1 + the largest label in the HNSW graph (deleted ones too)
         self.encoder_variant = encoder_variant
         self._encoder = encoder
         self.tokenizer = encoder.tokenizer if encoder is not None else Tokenizer.default()
@@ -206,6 +211,9 @@ class Index:
         self._bm25_labels = np.zeros(0, np.int64)
         self._expander = _native.Expander(self.tokenizer._native)
         self._chunkers = {n: SentenceChunker(self.tokenizer, max_tokens=n) for n in sizes}
+        # readers (search, expand, query, save, ...) see one version: add/delete write alone
+        self._lock = RWLock()
+        self._bm25_lock = threading.Lock()
 
     @classmethod
     def build(cls, docs: Iterable[str | Mapping[str, Any]], encoder: Encoder | None = None, **options: Any) -> Index:
@@ -238,19 +246,23 @@ class Index:
         return doc_id in self._slot_of
 
     @property
+    @reads
     def doc_ids(self) -> list[str]:
         """Ids of the documents, in insertion order."""
         return [d.doc_id for d in self._docs if d is not None]
 
     @property
+    @reads
     def leaf_count(self) -> int:
         """Number of leaves (embedded units)."""
         return sum(len(d.leaves) for d in self._docs if d is not None)
 
+    @reads
     def document(self, doc_id: str) -> str:
         """The text of a document."""
         return self._doc(doc_id).text
 
+    @reads
     def leaves(self, doc_id: str | None = None, score: float = 1.0) -> list[Hit]:
         """Every leaf (of one document, or of all in insertion order) as a
         :class:`Hit` with ``score``, in text order: hits built by hand for
@@ -268,23 +280,43 @@ class Index:
 
         >>> index.add([{"id": "guide.md", "text": "# Guide\\n\\nRun it.", "source": "docs"}])  # doctest: +SKIP
         """
-        records = self._records(docs)
+        with self._lock.read():
+            records = self._records(docs)
         if not records:
             return
+        # the slow part (structure, embedding) runs while readers go on
         built = [self._structure(*r) for r in records]
         texts = [t for b in built for t in self._leaf_texts(b)]
         vectors = self.encoder.embed(texts)
-        labels = np.arange(self._next_label, self._next_label + len(texts), dtype=np.int64)
-        at = 0
-        for doc in built:
-            doc.labels = labels[at:at + len(doc.leaves)]
-            at += len(doc.leaves)
-        self._ensure_hnsw(self.encoder.dim, self._next_label + len(texts))
-        if len(texts):
-            self._hnsw.add_items(vectors, labels)
-        self._attach(built)
-        self._bm25 = None
+        with self._lock.write():
+            taken = [r[0] for r in records if r[0] in self._slot_of]
+            if taken:
+                raise ValueError(f"document id {taken[0]!r} is already in the index (added meanwhile)")
+            labels = np.arange(self._next_label, self._next_label + len(texts), dtype=np.int64)
+            self._check_free(labels)
+            at = 0
+            for doc in built:
+                doc.labels = labels[at:at + len(doc.leaves)]
+                at += len(doc.leaves)
+            self._ensure_hnsw(self.encoder.dim, self._next_label + len(texts))
+            if len(texts):
+                # one thread: hnswlib's parallel insertion makes the graph depend on scheduling
+                self._hnsw.add_items(vectors, labels, num_threads=1)
+                self._graph_top = int(labels.max()) + 1
+            self._attach(built)
+            self._bm25 = None
 
+    def _check_free(self, labels: np.ndarray) -> None:
+        """New labels must be unused by live leaves and by the graph (a corrupt
+        ``next_label``): checked before anything is written to the graph."""
+        if not len(labels):
+            return
+        known = labels[labels < len(self._label_slot)]
+        if (self._label_slot[known] >= 0).any() or int(labels.min()) < self._graph_top:
+            raise CorruptIndexError(f"labels from {int(labels[0])} are already in use: the index is inconsistent "
+                                    "(a corrupt manifest?); rebuild it")
+
+    @writes
     def delete(self, doc_id: str) -> None:
         """Removes a document (its leaves leave the HNSW graph and BM25).
 
@@ -422,6 +454,7 @@ class Index:
 
     # -- search ------------------------------------------------------------
 
+    @reads
     def search(
         self,
         query: str,
@@ -513,7 +546,9 @@ class Index:
     def _sparse(self, query: str, k: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
         """``(label, BM25 score)`` of the best ``k`` leaves with a positive score."""
         if self._bm25 is None:
-            self._build_bm25()
+            with self._bm25_lock:  # readers run at once: one builds, the others wait for it
+                if self._bm25 is None:
+                    self._build_bm25()
         tokens = bm25s.tokenize([query], stopwords="en", show_progress=False, return_ids=False)
         vocab = self._bm25.vocab_dict
         tokens = [[t for t in tokens[0] if t in vocab]]
@@ -530,13 +565,15 @@ class Index:
             if doc is not None:
                 texts.extend(self._leaf_texts(doc))
                 labels.append(doc.labels)
-        self._bm25 = bm25s.BM25()
+        bm25 = bm25s.BM25()
         if texts:
-            self._bm25.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+            bm25.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
         self._bm25_labels = np.concatenate(labels) if labels else np.zeros(0, np.int64)
+        self._bm25 = bm25  # last: a reader seeing it sees it whole
 
     # -- expansion ---------------------------------------------------------
 
+    @reads
     def expand(
         self,
         hits: Sequence[Hit],
@@ -580,6 +617,7 @@ class Index:
         )
         return Payload(passages, dropped)
 
+    @reads
     def query(self, question: str, k: int = RECOMMENDED["k"], **expansion: Any) -> Payload:
         """:meth:`search` then :meth:`expand` (keyword arguments of :meth:`expand`).
         Without ``window``, ``parent`` or ``auto_merge`` each hit is widened by 2
@@ -596,6 +634,7 @@ class Index:
 
     # -- persistence -------------------------------------------------------
 
+    @reads
     def save(self, path: str | os.PathLike[str]) -> None:
         """Writes the index to the folder ``path`` atomically: the new version goes
         to a subfolder, then the ``CURRENT`` pointer is replaced in one rename, so a
@@ -606,7 +645,8 @@ class Index:
         root = Path(path)
         if root.exists() and not root.is_dir():
             raise ValueError(f"index path {root} exists and is not a folder")
-        if root.is_dir() and any(root.iterdir()) and not (root / "CURRENT").is_file():
+        ours = ("v-", ".CURRENT.")  # versions and pointer temps of a save killed before its first CURRENT
+        if root.is_dir() and not (root / "CURRENT").is_file() and any(not p.name.startswith(ours) for p in root.iterdir()):
             raise ValueError(f"index path {root} is a non-empty folder that is not a chunkforge index")
         root.mkdir(parents=True, exist_ok=True)
         versions = [p.name for p in root.iterdir() if p.name.startswith("v-")]
@@ -616,10 +656,8 @@ class Index:
         folder.mkdir()
         self._write(folder)
         _fsync_dir(folder)
-        pointer = root / "CURRENT.tmp"
-        pointer.write_text(folder.name + "\n", encoding="utf-8")
-        _fsync(pointer)
-        os.replace(pointer, root / "CURRENT")
+        with atomic_path(root / "CURRENT") as pointer:
+            pointer.write_text(folder.name + "\n", encoding="utf-8")
         _fsync_dir(root)
         for old in versions:
             if old != folder.name:
@@ -655,10 +693,11 @@ class Index:
             "documents": len(docs),
             "files": {name: _checksum(folder / name) for name in files},
         }
+        manifest["checksum"] = _manifest_checksum(manifest)
         for name in files:
             _fsync(folder / name)
-        (folder / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-        _fsync(folder / "manifest.json")
+        with atomic_path(folder / "manifest.json") as tmp:
+            tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], encoder: Encoder | None = None) -> Index:
@@ -680,15 +719,17 @@ class Index:
             manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise CorruptIndexError(f"corrupt index: cannot read {manifest_file}: {exc}") from exc
-        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-            raise CorruptIndexError(f"{manifest_file}: not a {FORMAT} manifest")
+        _check_manifest(manifest, manifest_file)
         for name, expected in manifest["files"].items():
             if not (folder / name).is_file() or _checksum(folder / name) != expected:
                 raise CorruptIndexError(f"corrupt index: {folder / name} is missing or does not match its checksum")
         tokenizer = Tokenizer.from_file(folder / "tokenizer.json")
         if encoder is not None and encoder.dim != manifest["dim"]:
             raise ValueError(f"encoder has dim {encoder.dim}, the index at {root} was built with {manifest['dim']}")
-        index = cls(encoder, **manifest["settings"])
+        try:
+            index = cls(encoder, **manifest["settings"])
+        except (TypeError, ValueError) as exc:
+            raise CorruptIndexError(f"corrupt index: {manifest_file}: bad settings ({exc})") from exc
         index.tokenizer = tokenizer
         index._expander = _native.Expander(tokenizer._native)
         index._chunkers = {n: SentenceChunker(tokenizer, max_tokens=n) for n in index._chunkers}
@@ -717,10 +758,15 @@ class Index:
                 index._hnsw.load_index(str(folder / "vectors.hnsw"), max_elements=max(manifest["next_label"], 1024))
             except RuntimeError as exc:
                 raise CorruptIndexError(f"corrupt index: cannot load {folder / 'vectors.hnsw'}: {exc}") from exc
+            ids = index._hnsw.get_ids_list()
+            index._graph_top = max(ids) + 1 if len(ids) else 0
         try:
             index._attach(built)
         except ValueError as exc:
             raise CorruptIndexError(f"corrupt index in {folder}: {exc}") from exc
+        if manifest["next_label"] < max(index._next_label, index._graph_top):
+            raise CorruptIndexError(f"corrupt index: {manifest_file} says next_label {manifest['next_label']}, "
+                                    f"but labels up to {max(index._next_label, index._graph_top) - 1} are in use")
         index._next_label = manifest["next_label"]
         return index
 
@@ -763,6 +809,36 @@ def _leaf_labels(doc: _Doc) -> np.ndarray:
     labels = np.full(len(doc.nodes), -1, np.int64)
     labels[doc.leaves] = doc.labels
     return labels
+
+
+MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "format": str, "settings": dict, "dim": (int, type(None)), "next_label": int, "documents": int, "files": dict,
+    "checksum": str,
+}
+
+
+def _manifest_checksum(manifest: dict) -> str:
+    """SHA-256 of the manifest without its ``checksum`` field (keys sorted)."""
+    body = {k: v for k, v in manifest.items() if k != "checksum"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def _check_manifest(manifest: Any, path: Path) -> None:
+    """CorruptIndexError naming ``path`` unless the manifest is whole (its checksum
+    matches) and well formed."""
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise CorruptIndexError(f"{path}: not a {FORMAT} manifest")
+    for key, kind in MANIFEST_FIELDS.items():
+        value = manifest.get(key)
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise CorruptIndexError(f"corrupt index: {path}: {key!r} is missing or of the wrong type")
+    if manifest["checksum"] != _manifest_checksum(manifest):
+        raise CorruptIndexError(f"corrupt index: {path} does not match its checksum")
+    if manifest["next_label"] < 0 or manifest["documents"] < 0 or (manifest["dim"] or 1) < 1:
+        raise CorruptIndexError(f"corrupt index: {path}: negative counts")
+    files = manifest["files"]
+    if not all(isinstance(n, str) and "/" not in n and isinstance(c, list) and len(c) == 2 for n, c in files.items()):
+        raise CorruptIndexError(f"corrupt index: {path}: bad file list")
 
 
 def _checksum(path: Path) -> list[int]:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._recommended import RECOMMENDED
-from .cli import JSONL_SUFFIXES, InputError, expand, json_object, read_jsonl, read_text_file, record_text
+from .cli import JSONL_SUFFIXES, InputError, expand, json_object, read_jsonl, read_text_file, record_id, record_text
 
 
 def add_parsers(commands: Any) -> None:
@@ -68,7 +68,7 @@ def read_documents(paths: list[str]) -> Iterator[dict[str, str]]:
         where = f"{path}:{lineno}"
         record = json_object(where, line)
         source = record.get("source", path)
-        return {"id": str(record.get("id", where)), "text": record_text(where, record),
+        return {"id": str(record_id(where, record, "id")), "text": record_text(where, record),
                 "source": source if isinstance(source, str) else path}
 
     for path in expand(paths):
@@ -77,6 +77,15 @@ def read_documents(paths: list[str]) -> Iterator[dict[str, str]]:
         else:
             doc = read_text_file(path)
             yield {"id": str(doc.doc_id), "text": doc.text, "source": os.path.dirname(path)}
+
+
+def load_encoder(index: Any) -> None:
+    """Loads the index's encoder now, so that a model that cannot be loaded or
+    converted (missing weights, a read-only cache) is a one-line error, as in ``embed``."""
+    try:
+        index.encoder
+    except (ImportError, OSError, ValueError) as exc:
+        raise InputError(f"--model default: {exc}") from exc
 
 
 def run(args: argparse.Namespace) -> str:
@@ -92,6 +101,7 @@ def run(args: argparse.Namespace) -> str:
         try:
             index = Index(leaf_tokens=args.leaf_tokens, parent_tokens=tuple(args.parent_tokens),
                           hybrid=not args.no_hybrid)
+            load_encoder(index)
             index.add(read_documents(args.paths))
             index.save(args.out)
         except (ValueError, TypeError) as exc:
@@ -101,6 +111,7 @@ def run(args: argparse.Namespace) -> str:
         index = Index.load(args.index)
     except (FileNotFoundError, CorruptIndexError) as exc:
         raise InputError(str(exc)) from exc
+    load_encoder(index)
     try:
         hits = index.search(args.question, k=args.k, doc_id=args.doc_id, source=args.source,
                             heading_prefix=args.heading)

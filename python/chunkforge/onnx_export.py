@@ -27,12 +27,13 @@ import json
 import logging
 import math
 import os
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from ._atomic import atomic_path, checksum_ok, write_checksum
 
 if TYPE_CHECKING:
     import onnx
@@ -71,7 +72,7 @@ def ensure_variant(model_dir: str | os.PathLike[str], variant: str = "optimized"
             raise FileNotFoundError(f"missing {path.name} in model folder {model_dir}")
     folder = (cache or cache_root()) / _fingerprint(weights, config)
     target = folder / f"model-{variant}.onnx"
-    if target.is_file():
+    if checksum_ok(target):  # else (truncated, corrupt, no checksum) converted again
         return target
     folder.mkdir(parents=True, exist_ok=True)
     if variant == "fp32":
@@ -83,6 +84,7 @@ def ensure_variant(model_dir: str | os.PathLike[str], variant: str = "optimized"
         _write_atomic(target, lambda tmp: optimize(ensure_variant(model_dir, "fp32", cache), tmp, config, fp16=True))
     else:
         _write_atomic(target, lambda tmp: quantize_int8(ensure_variant(model_dir, "optimized", cache), tmp, model_dir))
+    write_checksum(target)
     return target
 
 
@@ -366,25 +368,8 @@ def _fingerprint(weights: Path, config: Path) -> str:
 
 def _write_atomic(target: Path, write: Callable[[Path], None]) -> None:
     """Runs ``write(tmp)`` on a temp path beside ``target``, then renames it over ``target``."""
-    with _temp_path(target) as tmp, _quiet_logging():
+    with atomic_path(target, suffix=".tmp.onnx") as tmp, _quiet_logging():
         write(tmp)
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        os.replace(tmp, target)
-
-
-@contextlib.contextmanager
-def _temp_path(target: Path) -> Iterator[Path]:
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=".tmp.onnx")
-    os.close(fd)
-    try:
-        yield Path(name)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(name)
 
 
 @contextlib.contextmanager

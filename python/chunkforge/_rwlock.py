@@ -1,0 +1,89 @@
+"""A readers-writer lock: many readers at once, or one writer. Writers are
+preferred (a waiting writer holds back new readers, so a stream of queries
+cannot starve it); a thread already reading may read again (nested calls),
+and the writing thread may read or write again."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class RWLock:
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._readers = 0
+        self._writer: int | None = None
+        self._waiting_writers = 0
+        self._depth = threading.local()
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[None]:
+        depth = getattr(self._depth, "n", 0)
+        me = threading.get_ident()
+        outer = depth == 0 and self._writer != me
+        if outer:
+            with self._cond:
+                while self._writer is not None or self._waiting_writers:
+                    self._cond.wait()
+                self._readers += 1
+        self._depth.n = depth + 1
+        try:
+            yield
+        finally:
+            self._depth.n = depth
+            if outer:
+                with self._cond:
+                    self._readers -= 1
+                    if self._readers == 0:
+                        self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[None]:
+        me = threading.get_ident()
+        if self._writer == me:
+            yield
+            return
+        if getattr(self._depth, "n", 0):
+            raise RuntimeError("a thread that is reading cannot start writing (it would wait for itself)")
+        with self._cond:
+            self._waiting_writers += 1
+            try:
+                while self._writer is not None or self._readers:
+                    self._cond.wait()
+            finally:
+                self._waiting_writers -= 1
+            self._writer = me
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = None
+                self._cond.notify_all()
+
+
+def reads(method: F) -> F:
+    """Runs the method under ``self._lock.read()``."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._lock.read():
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def writes(method: F) -> F:
+    """Runs the method under ``self._lock.write()``."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._lock.write():
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,144 @@
+"""chunkforge.Index under hostile conditions (issue 15): concurrent readers and
+writers, checked manifests, deterministic builds. Real encoder, hnswlib, bm25s."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("hnswlib")
+pytest.importorskip("bm25s")
+
+from chunkforge.index import CorruptIndexError, Index, _manifest_checksum  # noqa: E402
+
+from conftest import corpus  # noqa: E402
+
+BASE = [
+    {"id": "cats.md", "text": "# Cats\n\nCats purr when content. They sleep most of the day. Kittens play."},
+    {"id": "dogs.md", "text": "# Dogs\n\nDogs bark at strangers. They need daily walks. Puppies chew shoes."},
+    {"id": "plants.txt", "text": "Ferns like shade. Cacti need little water. Roses need sun and care."},
+]
+EXTRA = {"id": "birds.md", "text": "# Birds\n\nParrots can talk. Crows use tools. Owls hunt at night and sleep."}
+QUESTIONS = ["how much do cats sleep?", "which animals hunt at night?", "what do plants need?", "dogs walks"]
+
+
+@pytest.fixture(scope="module")
+def encoder(model_cache):
+    from chunkforge.encoder import Encoder
+
+    return Encoder.default()
+
+
+def answer(index: Index, question: str) -> tuple:
+    """Every leaf in rank order with its fused score, and the expanded payload."""
+    hits = index.search(question, k=100)
+    payload = index.expand(hits[:4], window=1, budget_tokens=60)
+    return (tuple((h.doc_id, h.start, h.end, round(h.score, 9)) for h in hits),
+            tuple((p.doc_id, p.start, p.end, p.token_count) for p in payload.passages))
+
+
+def test_readers_see_one_version_while_writers_add_and_delete(encoder):
+    """Queries from four threads while a fifth adds and deletes a document 30 times:
+    every answer (hits and payload) is the answer of the index without it or with it."""
+    index = Index.build(BASE, encoder)
+    without = {q: answer(index, q) for q in QUESTIONS}
+    index.add([EXTRA])
+    with_extra = {q: answer(index, q) for q in QUESTIONS}
+    index.delete(EXTRA["id"])
+    assert {q: answer(index, q) for q in QUESTIONS} == without
+    assert all(with_extra[q] != without[q] for q in QUESTIONS)
+    errors: list[str] = []
+    seen = {"without": 0, "with": 0}
+    stop = threading.Event()
+
+    def reader() -> None:
+        while not stop.is_set():
+            for q in QUESTIONS:
+                try:
+                    got = answer(index, q)
+                except Exception as exc:  # noqa: BLE001 - any crash is a failure
+                    errors.append(f"{type(exc).__name__}: {exc}")
+                    return
+                if got == without[q]:
+                    seen["without"] += 1
+                elif got == with_extra[q]:
+                    seen["with"] += 1
+                else:
+                    errors.append(f"{q!r}: an answer of no version of the index: {got}")
+
+    readers = [threading.Thread(target=reader) for _ in range(4)]
+    for t in readers:
+        t.start()
+    try:
+        for _ in range(30):
+            index.add([EXTRA])
+            index.delete(EXTRA["id"])
+    finally:
+        stop.set()
+        for t in readers:
+            t.join(120)
+    assert not errors, errors[:3]
+    assert seen["without"] and sum(seen.values()) > 30
+
+
+def test_two_builds_are_identical(encoder, tmp_path: Path):
+    """Seeded, single-threaded HNSW insertion: the same documents give the same graph
+    (byte for byte) and the same hits."""
+    docs = [{"id": d["id"], "text": d["text"][:3000]} for d in corpus()[:20]]
+    first, second = Index.build(docs, encoder), Index.build(docs, encoder)
+    for q in ["how do I reset a git branch?", "memory overcommit", "install the package"]:
+        assert answer(first, q) == answer(second, q)
+    first.save(tmp_path / "a")
+    second.save(tmp_path / "b")
+    graph = "v-000001/vectors.hnsw"
+    assert (tmp_path / "a" / graph).read_bytes() == (tmp_path / "b" / graph).read_bytes()
+
+
+@pytest.fixture
+def saved(encoder, tmp_path: Path) -> Path:
+    Index.build(BASE, encoder).save(tmp_path / "idx")
+    return tmp_path / "idx" / "v-000001" / "manifest.json"
+
+
+def test_manifest_bit_flip_is_corrupt(saved: Path, encoder):
+    data = bytearray(saved.read_bytes())
+    at = data.index(b'"next_label": ') + len(b'"next_label": ')
+    while data[at + 1:at + 2].isdigit():
+        at += 1
+    data[at] ^= 0x01  # one bit of the last digit: another valid number
+    saved.write_bytes(bytes(data))
+    with pytest.raises(CorruptIndexError, match="checksum"):
+        Index.load(saved.parent.parent, encoder)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda m: m.pop("files"),
+    lambda m: m.update(next_label="7"),
+    lambda m: m.update(settings=[1, 2]),
+    lambda m: m.update(settings={**m["settings"], "leaf_tokens": -3}),
+    lambda m: m.update(files={"docs.parquet": "x"}),
+    lambda m: m.pop("checksum"),
+])
+def test_manifest_edits_are_corrupt(saved: Path, encoder, edit):
+    """Valid JSON of the wrong shape, with its checksum recomputed: CorruptIndexError."""
+    manifest = json.loads(saved.read_text())
+    edit(manifest)
+    if "checksum" in manifest:
+        manifest["checksum"] = _manifest_checksum(manifest)
+    saved.write_text(json.dumps(manifest))
+    with pytest.raises(CorruptIndexError):
+        Index.load(saved.parent.parent, encoder)
+
+
+def test_next_label_behind_the_labels_in_use(saved: Path, encoder):
+    """A consistent-looking manifest whose next_label would reuse live labels: the
+    load refuses it, so no add() can overwrite a leaf's vector in the graph."""
+    manifest = json.loads(saved.read_text())
+    manifest["next_label"] = 1
+    manifest["checksum"] = _manifest_checksum(manifest)
+    saved.write_text(json.dumps(manifest))
+    with pytest.raises(CorruptIndexError, match="next_label"):
+        Index.load(saved.parent.parent, encoder)
