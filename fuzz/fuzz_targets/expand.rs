@@ -73,7 +73,8 @@ fuzz_target!(|data: &[u8]| {
     let hits: Vec<(u64, f64)> = data.iter().skip(4).step_by(7).take(24)
         .map(|&b| (b as u64 % labels, (b as f64) / 255.0)).collect();
     let params = Params {
-        window: (c0 & 2 != 0).then_some((c1 % 4) as u32),
+        window: (c0 & 2 != 0 && c1 & 0x80 == 0).then_some((c1 % 4) as u32),
+        window_tokens: (c0 & 2 != 0 && c1 & 0x80 != 0).then_some((c1 % 64) as u32),
         parent: c0 & 4 != 0,
         auto_merge: (c0 & 8 != 0).then_some((c2 % 10) as f64 / 10.0),
         budget: (c0 & 16 != 0).then_some(c3 as usize * 2),
