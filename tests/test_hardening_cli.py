@@ -260,3 +260,15 @@ def test_corrupt_cached_graph_is_converted_again(tmp_path: Path, monkeypatch: py
     np.testing.assert_allclose(again.embed(["A sentence to embed."]), expected, atol=1e-6)
     graph.write_bytes(bytes(data[:1000]))
     np.testing.assert_allclose(Encoder.default("fp32").embed(["A sentence to embed."]), expected, atol=1e-6)
+
+
+def test_index_build_rejects_what_chunk_rejects(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                model_cache: Path) -> None:
+    needs_model()
+    pytest.importorskip("hnswlib")
+    for line, words in [('{"id": true, "text": "x"}', ('"id" must be a string or an integer',)),
+                        ('{"id": "a", "text": "x", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}",
+                         ("nested too deeply",))]:
+        docs = tmp_path / "docs.jsonl"
+        docs.write_text(line + "\n")
+        one_line_error(*cli(capsys, "index", "build", docs, "--out", tmp_path / "idx")[::2], f"{docs}:1", *words)
