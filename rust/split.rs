@@ -454,7 +454,7 @@ pub fn chunk_structured(
             // a list too long goes item by item, so that its first items can
             // stay with the paragraph that introduces it
             let pieces = if b.kind == Kind::List && b.parts.len() > 1 && sz.count(b.start, b.end) > max {
-                b.parts.clone()
+                tile(sz.text, b.start, b.end, &b.parts)
             } else {
                 vec![(b.start, b.end)]
             };
@@ -496,6 +496,20 @@ pub fn chunk_structured(
     })
 }
 
+/// Pieces that tile `[s, e)` (trimmed), one per part, each from its part's start
+/// to the next part's: text of the block between or after its parts (a link
+/// definition the parser counted into a list) stays in the piece before it.
+fn tile(text: &str, s: usize, e: usize, parts: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    (0..parts.len())
+        .map(|k| {
+            let start = if k == 0 { s } else { parts[k].0 };
+            let end = parts.get(k + 1).map_or(e, |p| p.0);
+            trim(text, start, end.max(start))
+        })
+        .filter(|(a, b)| a < b)
+        .collect()
+}
+
 /// Splits one block too long for a chunk, by its own structure.
 fn split_block(
     sz: &mut Sizer,
@@ -512,8 +526,9 @@ fn split_block(
             // room for the header in later pieces' representation, unless it would crowd out the rows
             let reserve = Some(sz.count(header.0, header.1) + 1).filter(|&r| r <= max / 2).unwrap_or(0);
             // the first piece holds the header itself; later ones repeat it as context
-            let mut pieces = vec![(header.0, b.parts[0].1)];
-            pieces.extend(b.parts[1..].iter().copied());
+            let mut rows = vec![(header.0, b.parts[0].1)];
+            rows.extend(b.parts[1..].iter().copied());
+            let pieces = tile(sz.text, b.start, b.end, &rows);
             let row_levels = [Level::Word];
             let mut open: Option<usize> = None;
             for (k, &(a, e)) in pieces.iter().enumerate() {

@@ -291,3 +291,18 @@ def test_fuzz_find_bpe_span_starting_in_a_whitespace_run():
         for e in range(s, min(len(text), s + 24) + 1):
             assert counter.count(s, e) == len(hf_tokenizer("bpe").encode(text[s:e], add_special_tokens=False).ids), \
                 (s, e, text[s:e])
+
+
+@pytest.mark.parametrize(("kind", "text"), [
+    ("wordpiece", "artY:5]el\nto\x01?\x05\x03out\n    patch-accepk = chunkfo\x7fge.Tokeni    ua =====+=\n*   * :ref:`"
+                  "geniia=====+=**:f:`gpreiee e=a=====+=\n* trs.\n\n[`.o/fodt+]:s://cru.t-g.g/r\ne"),
+    ("bpe", (ROOT / "tests/data/fuzz/outline-list-link-definition.bin").read_bytes()[4:].decode("utf-8", "replace")),
+])
+def test_fuzz_find_list_split_into_items_keeps_text_between_them(kind, text):
+    """A list too long for a chunk goes item by item; text the parser counted into the
+    list but into no item (here a link definition after it) was dropped."""
+    tok = cf_tokenizer(kind)
+    for max_tokens in (1, 9, 33, 64):
+        chunks = MarkdownChunker(tok, max_tokens=max_tokens).chunk(text)
+        assert covered(text, chunks), max_tokens
+        assert_exact(tok, text, chunks, max_tokens)
