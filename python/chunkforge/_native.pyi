@@ -55,6 +55,9 @@ class SpanCounter:
     def count_many(self, starts: list[int], ends: list[int]) -> list[int]: ...
     def __len__(self) -> int: ...
 
+def max_threads() -> int:
+    """The largest `threads` accepted: 4 x the cores."""
+
 def split_sentences(text: str) -> list[tuple[int, int]]: ...
 
 _SpanColumns = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]
