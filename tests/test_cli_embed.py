@@ -72,7 +72,7 @@ def test_rerun_after_a_crash_reuses_parts(
     args = ["embed", str(broken), "--out", str(out), "--part-rows", "16", "-v"]
     assert main(args) == 2
     assert f"{broken}:36: not valid JSON" in capsys.readouterr().err
-    parts = sorted(p.name for p in (tmp_path / "vectors.npy.parts").iterdir())
+    parts = sorted(p.name for p in (tmp_path / "vectors.npy.parts").glob("part-*.npy"))
     assert len(parts) == 2 and not out.exists()
     (tmp_path / "vectors.npy.parts" / ".part-000002-0123456789abcdef.npy.x.tmp").write_bytes(b"torn write")
     (tmp_path / "vectors.npy.parts" / "part-000002-0123456789abcdef.npy").write_bytes(b"stale settings")
