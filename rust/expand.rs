@@ -986,7 +986,7 @@ mod tests {
         st.add(doc, &[0, 1, 2, 3, 4]).unwrap();
         let span = |leaf: u64, n: u32| {
             let out = st.expand(&tk, &[(leaf, 1.0)], &Params { window_tokens: Some(n), ..Default::default() }).unwrap();
-            (out.passages[0].start, out.passages[0].end, out.passages[0].token_count)
+            (out.passages[0].start, out.passages[0].end, out.passages[0].tokens)
         };
         assert_eq!(span(2, 3), (spans[2].0, spans[2].1, 3));
         assert_eq!(span(2, 8), (spans[2].0, spans[3].1, 6)); // section 0 is never entered

@@ -268,7 +268,7 @@ def test_conversion_is_cached_and_reused(tmp_path: Path) -> None:
     stamp = first.stat().st_mtime_ns
     assert ensure_variant(MODEL_DIR, "fp32", tmp_path) == first
     assert first.stat().st_mtime_ns == stamp
-    assert [p.name for p in first.parent.iterdir()] == ["model-fp32.onnx"]
+    assert sorted(p.name for p in first.parent.iterdir()) == ["model-fp32.onnx", "model-fp32.onnx.sha256"]
 
 
 def test_leftover_temp_file_is_never_loaded(tmp_path: Path) -> None:
@@ -293,6 +293,7 @@ def test_killed_conversion_leaves_no_model(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*/model-fp32.onnx"))
     path = ensure_variant(MODEL_DIR, "fp32", tmp_path)
     assert onnx.load(str(path), load_external_data=False).graph.output[0].name == "last_hidden_state"
+    assert not list(tmp_path.glob("*/.model-fp32.*.tmp.onnx")), "the killed run's temp file is still there"
 
 
 def test_import_chunkforge_does_not_import_onnxruntime() -> None:
