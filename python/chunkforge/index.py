@@ -212,6 +212,8 @@ class Index:
         self._label_leaf = np.zeros(0, np.int64)
         self._next_label = 0
         self._hnsw: Any = None
+        self._vectors = np.zeros((0, 0), np.float16)  # unit vector of each label (hnswlib's get_items is slow)
+        self._leaves = 0
         self._bm25 = _BM25()
         self._label_passage = np.zeros(0, np.int64)
         self._passage_labels: dict[int, np.ndarray] = {}
@@ -256,7 +258,7 @@ class Index:
     @property
     def leaf_count(self) -> int:
         """Number of leaves (embedded units)."""
-        return sum(len(d.leaves) for d in self._docs if d is not None)
+        return self._leaves
 
     def document(self, doc_id: str) -> str:
         """The text of a document."""
@@ -293,6 +295,7 @@ class Index:
         self._ensure_hnsw(self.encoder.dim, self._next_label + len(texts))
         if len(texts):
             self._hnsw.add_items(vectors, labels)
+            self._keep_vectors(labels, vectors)
         self._attach(built)
 
     def delete(self, doc_id: str) -> None:
@@ -302,6 +305,7 @@ class Index:
         """
         doc = self._doc(doc_id)
         slot = self._slot_of.pop(doc_id)
+        self._leaves -= len(doc.leaves)
         for label in doc.labels.tolist():
             self._hnsw.mark_deleted(label)
         self._label_slot[doc.labels] = -1
@@ -414,6 +418,7 @@ class Index:
             assert slot == len(self._docs)
             self._docs.append(doc)
             self._slot_of[doc.doc_id] = slot
+            self._leaves += len(doc.leaves)
             self._label_slot[doc.labels] = slot
             self._label_leaf[doc.labels] = np.arange(len(doc.labels))
             self._index_passages(doc)
@@ -439,6 +444,18 @@ class Index:
         if slot is None:
             raise KeyError(f"no document {doc_id!r} in the index")
         return self._docs[slot]  # type: ignore[return-value]
+
+    def _keep_vectors(self, labels: np.ndarray, vectors: np.ndarray) -> None:
+        """Keeps a float16 copy of the leaves' unit vectors (rescoring candidates reads them)."""
+        if len(labels) == 0:
+            return
+        top = int(labels.max()) + 1
+        if top > len(self._vectors):
+            grown = np.zeros((max(top, 2 * len(self._vectors)), vectors.shape[1]), np.float16)
+            grown[:len(self._vectors)] = self._vectors.reshape(-1, vectors.shape[1])
+            self._vectors = grown
+        v = np.asarray(vectors, np.float32)
+        self._vectors[labels] = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
 
     def _ensure_hnsw(self, dim: int, capacity: int) -> None:
         if self._hnsw is None:
@@ -492,13 +509,11 @@ class Index:
         bm25 = self._bm25.scores(query)
         if allowed is not None:  # parents of allowed leaves only (a parent lies in one section)
             bm25 = np.where(self._passage_mask(allowed), bm25, 0.0)
-        top = np.argsort(-bm25, kind="stable")[:BM25_POOL]
+        top = np.argpartition(-bm25, BM25_POOL)[:BM25_POOL] if len(bm25) > BM25_POOL else np.arange(len(bm25))
         extra = [label for p in top[bm25[top] > 0].tolist() for label in self._passage_labels[p].tolist()
                  if label not in dense and (allowed is None or allowed[label])]
         if extra:
-            vectors = np.asarray(self._hnsw.get_items(extra, return_type="numpy"), np.float32)
-            sims = vectors @ vector / np.maximum(np.linalg.norm(vectors, axis=1), 1e-12)
-            dense.update(zip(extra, sims.tolist()))
+            dense.update(zip(extra, (self._vectors[extra] @ vector.astype(np.float16)).astype(np.float64).tolist()))
         if not dense:
             return []
         labels = np.fromiter(dense, np.int64, len(dense))
@@ -761,6 +776,10 @@ class Index:
         except ValueError as exc:
             raise CorruptIndexError(f"corrupt index in {folder}: {exc}") from exc
         index._next_label = manifest["next_label"]
+        labels = np.concatenate([d.labels for d in built]) if built else np.zeros(0, np.int64)
+        for at in range(0, len(labels), 4096):
+            part = labels[at:at + 4096]
+            index._keep_vectors(part, np.asarray(index._hnsw.get_items(part, return_type="numpy"), np.float32))
         return index
 
     def __repr__(self) -> str:
