@@ -40,7 +40,8 @@ class MarkdownChunker(BaseChunker):
     they fit (else splits them at blank lines, then lines), and keeps a list
     with the paragraph that introduces it when the budget allows. A lone
     heading, and any chunk under ``min_tokens``, merges into a neighbour of its
-    section when the union fits. Markdown is parsed by ``pulldown-cmark``
+    section when the union fits. ``overlap`` works as in
+    :class:`RecursiveChunker`, within a section. Markdown is parsed by ``pulldown-cmark``
     (CommonMark + GFM tables; YAML front matter is metadata, not chunked);
     ``syntax="rst"`` / ``"asciidoc"`` recognise those formats' section titles.
 
