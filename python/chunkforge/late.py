@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _native
 from .chunk import Chunk
-from .chunkers._base import check_int
+from .chunkers._base import check_int, rebuild
 from .tokenizer import _as_list
 
 if TYPE_CHECKING:
@@ -184,6 +184,11 @@ class LateChunker:
             lo, hi = np.searchsorted(tok.window, [w, w + 1])
             start = tok.windows[w, 0]
             tok.vectors[lo:hi] = states[r, head + lo - start:head + hi - start]
+
+    def __reduce__(self) -> tuple:
+        """Pickles as its parameters (chunker and encoder re-created from their configuration)."""
+        params = {"chunker": self.chunker, "encoder": self.encoder, "window_overlap": self.window_overlap}
+        return (rebuild, (LateChunker, params))
 
     def __repr__(self) -> str:
         return f"LateChunker({self.chunker!r}, {self.encoder!r}, window_overlap={self.window_overlap})"

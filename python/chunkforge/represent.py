@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .chunk import Chunk
-from .chunkers._base import check_int
+from .chunkers._base import check_int, rebuild
 from .tokenizer import _as_list
 
 DEFAULT_TEMPLATE = "{title} > {heading_path}\n\n{context}\n\n{text}"
@@ -176,6 +176,12 @@ class ContextAwareChunker:
         if params.get("min_tokens", 0) > budget:
             params["min_tokens"] = budget
         return type(self.chunker)(**params)
+
+    def __reduce__(self) -> tuple:
+        """Pickles as its parameters (the wrapped chunker re-created from its own)."""
+        params = {"chunker": self.chunker, "max_tokens": self.max_tokens, "reserve_tokens": self.reserve_tokens,
+                  "template": self.template}
+        return (rebuild, (ContextAwareChunker, params))
 
     def __repr__(self) -> str:
         return (f"ContextAwareChunker({self.chunker!r}, max_tokens={self.max_tokens}, "

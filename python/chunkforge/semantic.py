@@ -26,7 +26,7 @@ import numpy as np
 
 from . import _native
 from .chunk import Chunk
-from .chunkers._base import check_int, check_min_tokens
+from .chunkers._base import check_int, check_min_tokens, rebuild
 from .chunkers.recursive import RecursiveChunker
 from .tokenizer import _as_list
 
@@ -178,6 +178,12 @@ class SemanticChunker:
                 return
             _, lo, n = best
             pieces[lo:lo + 2] = [[pieces[lo][0], pieces[lo + 1][1], n, pieces[lo + 1][3]]]
+
+    def __reduce__(self) -> tuple:
+        """Pickles as its parameters (the encoder re-created from its configuration)."""
+        params = {"encoder": self.encoder, "max_tokens": self.max_tokens, "min_tokens": self.min_tokens,
+                  "threshold": self.threshold, "window": self.window}
+        return (rebuild, (SemanticChunker, params))
 
     def __repr__(self) -> str:
         return (f"SemanticChunker({self.encoder!r}, max_tokens={self.max_tokens}, min_tokens={self.min_tokens}, "

@@ -31,9 +31,28 @@ class Tokenizer:
     4
     """
 
-    def __init__(self, native: _native.Tokenizer, source: str) -> None:
+    def __init__(
+        self, native: _native.Tokenizer, source: str, json: str | None = None, window: int | None = None
+    ) -> None:
         self._native = native
         self.source = source
+        # the tokenizer.json text when not read from a file: what a pickle carries
+        self._json = json
+        #: tokens of text the model using this tokenizer takes (an encoder's
+        #: ``max_length`` minus its special tokens); chunkers default to it. None: unknown.
+        self.window = window
+
+    def with_window(self, window: int | None) -> Tokenizer:
+        """The same tokenizer (sharing its native state) with ``window`` set."""
+        return Tokenizer(self._native, self.source, self._json, window)
+
+    def __reduce__(self) -> tuple:
+        """Pickles as the tokenizer's JSON (the default tokenizer by name), so that
+        worker processes (multiprocessing, Ray, Spark, Dask) get an equal tokenizer."""
+        if self._native is _default_tokenizer()._native:
+            return (_unpickle, (None, self.source, self.window))
+        json = self._json if self._json is not None else Path(self.source).read_text(encoding="utf-8")
+        return (_unpickle, (json, self.source, self.window))
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> Tokenizer:
@@ -56,7 +75,7 @@ class Tokenizer:
     @classmethod
     def from_str(cls, json: str) -> Tokenizer:
         """Loads a tokenizer from the JSON text of a ``tokenizer.json``."""
-        return cls(_native.Tokenizer.from_str(json), "<string>")
+        return cls(_native.Tokenizer.from_str(json), "<string>", json)
 
     @classmethod
     def from_tokenizers(cls, tokenizer: Any) -> Tokenizer:
@@ -64,7 +83,8 @@ class Tokenizer:
         to_str = getattr(tokenizer, "to_str", None)
         if to_str is None:
             raise TypeError(f"tokenizer must be a tokenizers.Tokenizer, not {type(tokenizer).__name__}")
-        return cls(_native.Tokenizer.from_str(to_str()), f"<{type(tokenizer).__name__}>")
+        json = to_str()
+        return cls(_native.Tokenizer.from_str(json), f"<{type(tokenizer).__name__}>", json)
 
     @classmethod
     def default(cls) -> Tokenizer:
@@ -109,13 +129,24 @@ def _default_tokenizer() -> Tokenizer:
     return Tokenizer(_native.Tokenizer.from_str(data.read_text(encoding="utf-8")), DEFAULT_TOKENIZER)
 
 
+def _unpickle(json: str | None, source: str, window: int | None) -> Tokenizer:
+    """A pickled :class:`Tokenizer` again (``json`` None: the default tokenizer)."""
+    if json is None:
+        default = _default_tokenizer()
+        return default if window is None else default.with_window(window)
+    return Tokenizer(_native.Tokenizer.from_str(json), source, json, window)
+
+
 def as_tokenizer(tokenizer: Any) -> Tokenizer:
     """Accepts a Tokenizer, a path to a tokenizer.json or model folder, a
-    ``tokenizers.Tokenizer``, or None for the default tokenizer."""
+    ``tokenizers.Tokenizer``, an encoder (its tokenizer, which knows the encoder's
+    window), or None for the default tokenizer."""
     if tokenizer is None:
         return Tokenizer.default()
     if isinstance(tokenizer, Tokenizer):
         return tokenizer
+    if isinstance(getattr(tokenizer, "tokenizer", None), Tokenizer) and hasattr(tokenizer, "max_length"):
+        return tokenizer.tokenizer
     if isinstance(tokenizer, (str, os.PathLike)):
         path = Path(tokenizer)
         return Tokenizer.from_pretrained(path) if path.is_dir() else Tokenizer.from_file(path)
@@ -123,7 +154,7 @@ def as_tokenizer(tokenizer: Any) -> Tokenizer:
         return Tokenizer.from_tokenizers(tokenizer)
     raise TypeError(
         "tokenizer must be a chunkforge.Tokenizer, a path to tokenizer.json, "
-        f"a tokenizers.Tokenizer or None, not {type(tokenizer).__name__}"
+        f"a tokenizers.Tokenizer, an Encoder or None, not {type(tokenizer).__name__}"
     )
 
 

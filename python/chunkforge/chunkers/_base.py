@@ -38,6 +38,17 @@ def check_int(name: str, value: Any, minimum: int) -> int:
     return int(value)
 
 
+DEFAULT_MAX_TOKENS = 512
+
+
+def default_max_tokens(tokenizer: Tokenizer, max_tokens: int | None) -> Any:
+    """``max_tokens``, else the window of the encoder the tokenizer belongs to (its
+    ``max_length`` minus special tokens, so that its chunks are never truncated), else 512."""
+    if max_tokens is not None:
+        return max_tokens
+    return tokenizer.window or DEFAULT_MAX_TOKENS
+
+
 def check_min_tokens(min_tokens: Any, max_tokens: int) -> int:
     """``min_tokens`` as an int in ``[0, max_tokens]``; errors name the parameter."""
     value = check_int("min_tokens", min_tokens, 0)
@@ -53,9 +64,9 @@ class BaseChunker:
     max_tokens: int
     _native: _native.Chunker
 
-    def __init__(self, tokenizer: Any, max_tokens: int, overlap: int) -> None:
+    def __init__(self, tokenizer: Any, max_tokens: int | None, overlap: int) -> None:
         self.tokenizer = as_tokenizer(tokenizer)
-        self.max_tokens = check_int("max_tokens", max_tokens, 1)
+        self.max_tokens = check_int("max_tokens", default_max_tokens(self.tokenizer, max_tokens), 1)
         self.overlap = check_int("overlap", overlap, 0)
         if self.overlap >= self.max_tokens:
             raise ValueError(f"overlap ({overlap}) must be smaller than max_tokens ({max_tokens})")
@@ -94,5 +105,16 @@ class BaseChunker:
         params = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
         return f"{type(self).__name__}({params})"
 
+    def __reduce__(self) -> tuple:
+        """Pickles as the class and its parameters: unpickling builds it again."""
+        return (rebuild, (type(self), self._params()))
+
     def _params(self) -> dict[str, Any]:
+        """The keyword arguments that build an equal chunker."""
         return {"tokenizer": self.tokenizer, "max_tokens": self.max_tokens, "overlap": self.overlap}
+
+
+def rebuild(cls: type, params: dict[str, Any]) -> Any:
+    """``cls(**params)``: how chunkers (and encoders) unpickle, re-created from their
+    configuration rather than from their native state."""
+    return cls(**params)

@@ -199,7 +199,7 @@ class CodeChunker(BaseChunker):
         self,
         tokenizer: Any = None,
         language: str | None = None,
-        max_tokens: int = 512,
+        max_tokens: int | None = None,
         include_imports: bool = False,
     ) -> None:
         super().__init__(tokenizer, max_tokens, 0)

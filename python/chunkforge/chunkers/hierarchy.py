@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 from ..chunk import Chunk
 from ..tokenizer import as_tokenizer
-from ._base import check_int
+from ._base import check_int, rebuild
 from .recursive import RecursiveChunker
 
 
@@ -113,6 +113,10 @@ class HierarchicalChunker:
             if b.start < a.end:
                 raise ValueError(f"base chunker {self._chunkers[level]!r} made overlapping chunks; use overlap=0")
         return children
+
+    def __reduce__(self) -> tuple:
+        """Pickles as its parameters (``base`` must be picklable: a class or a module-level function)."""
+        return (rebuild, (HierarchicalChunker, {"tokenizer": self.tokenizer, "levels": self.levels, "base": self.base}))
 
     def __repr__(self) -> str:
         return f"HierarchicalChunker(tokenizer={self.tokenizer!r}, levels={self.levels!r}, base={self.base!r})"

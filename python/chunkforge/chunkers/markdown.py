@@ -54,7 +54,7 @@ class MarkdownChunker(BaseChunker):
     def __init__(
         self,
         tokenizer: Any = None,
-        max_tokens: int = 512,
+        max_tokens: int | None = None,
         min_tokens: int = 0,
         overlap: int = 0,
         syntax: str = "markdown",

@@ -30,7 +30,7 @@ class RecursiveChunker(BaseChunker):
     def __init__(
         self,
         tokenizer: Any = None,
-        max_tokens: int = 512,
+        max_tokens: int | None = None,
         overlap: int = 0,
         separators: Sequence[str] | None = None,
         min_tokens: int = 0,

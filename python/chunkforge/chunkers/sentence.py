@@ -21,7 +21,7 @@ class SentenceChunker(BaseChunker):
     ['Dr. Smith arrived. He sat down.', 'Then he left.']
     """
 
-    def __init__(self, tokenizer: Any = None, max_tokens: int = 512, overlap_sentences: int = 0) -> None:
+    def __init__(self, tokenizer: Any = None, max_tokens: int | None = None, overlap_sentences: int = 0) -> None:
         super().__init__(tokenizer, max_tokens, 0)
         self.overlap_sentences = check_int("overlap_sentences", overlap_sentences, 0)
         self._native = _native.Chunker(
