@@ -149,7 +149,7 @@ class Encoder:
         if graph is None:
             if (folder / "model.safetensors").is_file():
                 return cls.from_pretrained(folder, **options)  # type: ignore[arg-type]
-            raise FileNotFoundError(f"no model.onnx, onnx/model.onnx or model.safetensors in model folder {folder}")
+            raise FileNotFoundError(f"no model.onnx or onnx/model.onnx (nor model.safetensors) in model folder {folder}")
         encoder = cls._from_folder(graph, folder, options)
         encoder._recipe = (Encoder.from_dir, (str(folder),), options)
         return encoder
