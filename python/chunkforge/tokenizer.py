@@ -13,6 +13,8 @@ import numpy as np
 from . import _native
 
 DEFAULT_TOKENIZER = "all-MiniLM-L6-v2.tokenizer.json"
+DEFAULT_MODEL_MAX_LENGTH = 256
+"""Tokens the default model (all-MiniLM-L6-v2, whose tokenizer is shipped) takes, special ones included."""
 
 
 class Encoding(NamedTuple):
@@ -66,11 +68,28 @@ class Tokenizer:
 
     @classmethod
     def from_pretrained(cls, model_dir: str | os.PathLike[str]) -> Tokenizer:
-        """Loads ``tokenizer.json`` from a model folder (Hugging Face layout)."""
+        """Loads ``tokenizer.json`` from a model folder (Hugging Face layout); its
+        ``window`` (what chunkers default to) is the model's length (sentence-transformers'
+        ``max_seq_length``, else ``max_position_embeddings`` up to 512) minus special tokens."""
         path = Path(model_dir) / "tokenizer.json"
         if not path.exists():
             raise FileNotFoundError(f"no tokenizer.json in model folder {model_dir}")
-        return cls.from_file(path)
+        tokenizer = cls.from_file(path)
+        max_length = model_max_length(Path(model_dir))
+        return tokenizer if max_length is None else tokenizer.with_window(max_length - tokenizer.special_token_count)
+
+    @classmethod
+    def default_model(cls) -> Tokenizer:
+        """The default tokenizer with the default model's window (254 tokens: what
+        ``Encoder.default()`` takes besides ``[CLS]``/``[SEP]``), without loading the model."""
+        tokenizer = _default_tokenizer()
+        return tokenizer.with_window(DEFAULT_MODEL_MAX_LENGTH - tokenizer.special_token_count)
+
+    @property
+    def special_token_count(self) -> int:
+        """How many special tokens the model adds around a text (2 for ``[CLS] ... [SEP]``)."""
+        prefix, suffix = self._native.special_tokens()
+        return len(prefix) + len(suffix)
 
     @classmethod
     def from_str(cls, json: str) -> Tokenizer:
@@ -121,6 +140,25 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         return f"Tokenizer({self.source!r})"
+
+
+def model_max_length(folder: Path) -> int | None:
+    """Tokens a model folder's model takes, special ones included: sentence-transformers'
+    ``max_seq_length``, else ``max_position_embeddings`` (at most 512), else None."""
+    import json
+
+    def read(name: str) -> dict:
+        path = folder / name
+        try:
+            return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"cannot read {path}: {exc}") from exc
+
+    sbert = read("sentence_bert_config.json")
+    if "max_seq_length" in sbert:
+        return int(sbert["max_seq_length"])
+    limit = read("config.json").get("max_position_embeddings")
+    return min(limit, 512) if isinstance(limit, int) else None
 
 
 @functools.cache

@@ -8,7 +8,7 @@ from typing import Any, Iterable, NamedTuple
 import numpy as np
 
 from .. import _native
-from ..chunk import Chunk
+from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import Tokenizer, _as_list, as_tokenizer
 
 
@@ -19,6 +19,10 @@ class Spans(NamedTuple):
     end: np.ndarray
     token_count: np.ndarray
 
+    def to_arrow(self) -> Any:
+        """A ``pyarrow.Table`` of the columns (zero-copy)."""
+        return _columns_table(self)
+
 
 class BatchSpans(NamedTuple):
     """Chunks of many documents as columns; ``doc`` is the input index."""
@@ -27,6 +31,18 @@ class BatchSpans(NamedTuple):
     start: np.ndarray
     end: np.ndarray
     token_count: np.ndarray
+
+    def to_arrow(self) -> Any:
+        """A ``pyarrow.Table`` of the columns (zero-copy); ``doc`` is the input index."""
+        return _columns_table(self)
+
+
+def _columns_table(columns: NamedTuple) -> Any:
+    try:
+        import pyarrow as pa
+    except ImportError as exc:
+        raise ImportError('to_arrow() needs pyarrow: pip install "chunkforge[parquet]"') from exc
+    return pa.table({name: pa.array(np.asarray(col)) for name, col in zip(columns._fields, columns)})
 
 
 def check_int(name: str, value: Any, minimum: int) -> int:
@@ -72,12 +88,12 @@ class BaseChunker:
             raise ValueError(f"overlap ({overlap}) must be smaller than max_tokens ({max_tokens})")
 
     def chunk(self, text: str) -> list[Chunk]:
-        """Chunks one document."""
+        """Chunks one document (a list that also has ``to_arrow()``)."""
         start, end, count = self._native.spans(text)
-        return [
+        return Chunks(
             Chunk(text[s:e], s, e, n, i)
             for i, (s, e, n) in enumerate(zip(start.tolist(), end.tolist(), count.tolist()))
-        ]
+        )
 
     __call__ = chunk
 
@@ -85,7 +101,7 @@ class BaseChunker:
         """Chunks many documents in parallel (GIL released); output in input order."""
         texts = _as_list(texts)
         doc, start, end, count = self.spans_batch(texts, threads=threads)
-        out: list[list[Chunk]] = [[] for _ in texts]
+        out: list[list[Chunk]] = ChunkBatch(Chunks() for _ in texts)
         for d, s, e, n in zip(doc.tolist(), start.tolist(), end.tolist(), count.tolist()):
             chunks = out[d]
             chunks.append(Chunk(texts[d][s:e], s, e, n, len(chunks)))

@@ -6,7 +6,7 @@ import dataclasses
 import hashlib
 from typing import Any, Callable, Sequence
 
-from ..chunk import Chunk
+from ..chunk import Chunk, Chunks
 from ..tokenizer import as_tokenizer
 from ._base import check_int, rebuild
 from .recursive import RecursiveChunker
@@ -87,7 +87,7 @@ class HierarchicalChunker:
 
         for chunk in self._chunkers[0].chunk(text):
             visit(chunk, 0, None)
-        return nodes
+        return Chunks(nodes)
 
     __call__ = chunk
 

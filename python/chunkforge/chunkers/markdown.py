@@ -7,7 +7,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .. import _native
-from ..chunk import Chunk
+from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import _as_list
 from ._base import BaseChunker, BatchSpans, Spans, check_int, check_min_tokens
 
@@ -94,11 +94,11 @@ class MarkdownChunker(BaseChunker):
     def chunk_batch(self, texts: Iterable[str], threads: int | None = None) -> list[list[Chunk]]:
         """Chunks many documents in parallel (GIL released); output in input order."""
         texts = _as_list(texts)
-        out = []
+        out = ChunkBatch()
         for text, (rows, sections) in zip(texts, self._structured(texts, threads)):
             paths = [tuple(p) for p in sections]
             out.append(
-                [
+                Chunks(
                     Chunk(
                         text[s:e], s, e, n, i,
                         heading_path=paths[sec],
@@ -106,7 +106,7 @@ class MarkdownChunker(BaseChunker):
                         context=text[cs:ce] if cs >= 0 else None,
                     )
                     for i, (s, e, n, sec, kind, cs, ce) in enumerate(rows.tolist())
-                ]
+                )
             )
         return out
 
