@@ -26,7 +26,7 @@ import numpy as np
 
 from . import _native
 from .chunk import Chunk, ChunkBatch, Chunks
-from .chunkers._base import check_int, check_min_tokens, rebuild
+from .chunkers._base import check_int, check_min_tokens, default_max_tokens, rebuild
 from .chunkers.recursive import RecursiveChunker
 from .tokenizer import _as_list
 
@@ -55,7 +55,7 @@ class SemanticChunker:
     def __init__(
         self,
         encoder: Encoder,
-        max_tokens: int = 512,
+        max_tokens: int | None = None,
         min_tokens: int | None = None,
         threshold: float | str = "p95",
         window: int = 1,
@@ -64,7 +64,7 @@ class SemanticChunker:
             raise TypeError(f"encoder must be a chunkforge.Encoder, not {type(encoder).__name__}")
         self.encoder = encoder
         self.tokenizer = encoder.tokenizer
-        self.max_tokens = check_int("max_tokens", max_tokens, 1)
+        self.max_tokens = check_int("max_tokens", default_max_tokens(self.tokenizer, max_tokens), 1)
         self.min_tokens = self.max_tokens // 16 if min_tokens is None else check_min_tokens(min_tokens, self.max_tokens)
         self.window = check_int("window", window, 1)
         if isinstance(threshold, str):
