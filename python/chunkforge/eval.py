@@ -650,7 +650,7 @@ class Config:
         model = self.encoder.get("model", "default")
         if model == "default":
             return Encoder.default(self.encoder.get("variant", "optimized"), **options)
-        return Encoder.from_dir(model, **options)
+        return Encoder.from_pretrained(model, self.encoder.get("variant", "optimized"), **options)
 
 
 # ---------------------------------------------------------------- evaluate
