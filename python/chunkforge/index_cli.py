@@ -30,9 +30,10 @@ def add_parsers(commands: Any) -> None:
     )
     build.add_argument("paths", nargs="+", metavar="PATH", help="a text file, a folder or a .jsonl/.jsonl.gz file")
     build.add_argument("--out", required=True, metavar="INDEX", help="index folder (replaced atomically)")
-    build.add_argument("--leaf-tokens", type=int, default=64, metavar="N", help="token cap of a leaf (default 64)")
-    build.add_argument("--parent-tokens", type=int, nargs="*", default=[512], metavar="N",
-                       help="sizes of the levels between sections and leaves, largest first (default 512)")
+    build.add_argument("--leaf-tokens", type=int, default=48, metavar="N", help="token cap of a leaf (default 48)")
+    build.add_argument("--parent-tokens", type=int, nargs="*", default=[256], metavar="N",
+                       help="sizes of the levels between sections and leaves, largest first (default 256); "
+                       "BM25 ranks the leaves' parents")
     build.add_argument("--no-hybrid", action="store_true", help="dense ranking only (no BM25)")
     build.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
     build.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
@@ -46,11 +47,12 @@ def add_parsers(commands: Any) -> None:
     query.add_argument("--k", type=int, default=RECOMMENDED["k"], metavar="N",
                        help=f"leaves to retrieve (default {RECOMMENDED['k']})")
     how = query.add_mutually_exclusive_group()
-    how.add_argument("--window", type=int, metavar="W",
-                     help=f"W sentences either side of each hit (default {RECOMMENDED['window']}, which retrieved "
-                     "best at a fixed budget, see benches/results/expansion-eval.md)")
+    how.add_argument("--window", type=int, metavar="W", help="W sentences either side of each hit (default: none; "
+                     "the hits as they are retrieved best at a fixed budget, see benches/results/retrieval-eval.md)")
     how.add_argument("--auto-merge", type=float, metavar="RATIO", help="merge into parents above RATIO of children")
     how.add_argument("--parent", action="store_true", help="return each hit's parent")
+    query.add_argument("--window-tokens", type=int, metavar="N",
+                       help="grow each hit by whole sentences within its section up to N tokens")
     query.add_argument("--budget", type=int, default=RECOMMENDED["budget_tokens"], metavar="TOKENS",
                        help=f"token budget of the payload (default {RECOMMENDED['budget_tokens']}; 0: no budget)")
     query.add_argument("--order", choices=("score", "document"), default="score", help="passage order")
@@ -98,10 +100,9 @@ def run(args: argparse.Namespace) -> str:
     try:
         hits = index.search(args.question, k=args.k, doc_id=args.doc_id, source=args.source,
                             heading_prefix=args.heading)
-        window = RECOMMENDED["window"] if args.window is None and not args.parent and args.auto_merge is None \
-            else args.window
-        payload = index.expand(hits, window=window, parent=args.parent, auto_merge=args.auto_merge,
-                               budget_tokens=args.budget or None, order=args.order, pack=args.pack, trim=args.trim)
+        payload = index.expand(hits, window=args.window, window_tokens=args.window_tokens, parent=args.parent,
+                               auto_merge=args.auto_merge, budget_tokens=args.budget or None, order=args.order,
+                               pack=args.pack, trim=args.trim)
     except (ValueError, TypeError) as exc:
         raise InputError(str(exc)) from exc
     if args.json:
