@@ -275,9 +275,10 @@ class Index:
         docs = self._docs if doc_id is None else [self._doc(doc_id)]
         return [self._hit(label, score) for doc in docs if doc is not None for label in doc.labels.tolist()]
 
-    def add(self, docs: Iterable[str | Mapping[str, Any]]) -> None:
+    def add(self, docs: Iterable[str | Mapping[str, Any]], show_progress: bool | None = False) -> None:
         """Adds documents: strings (ids ``doc-<n>``) or mappings with ``text``
         and optionally ``id`` (str), ``source`` (str) and ``syntax``.
+        ``show_progress``: a bar over the leaves embedded (None: on a terminal).
 
         >>> index.add([{"id": "guide.md", "text": "# Guide\\n\\nRun it.", "source": "docs"}])  # doctest: +SKIP
         """
@@ -286,7 +287,7 @@ class Index:
             return
         built = [self._structure(*r) for r in records]
         texts = [t for b in built for t in self._leaf_texts(b)]
-        vectors = self.encoder.embed(texts)
+        vectors = self.encoder.embed(texts, show_progress=show_progress)
         labels = np.arange(self._next_label, self._next_label + len(texts), dtype=np.int64)
         at = 0
         for doc in built:
