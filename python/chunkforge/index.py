@@ -216,6 +216,8 @@ class Index:
         self._label_leaf = np.zeros(0, np.int64)
         self._next_label = 0
         self._hnsw: Any = None
+        self._vectors = np.zeros((0, 0), np.float16)  # unit vector of each label (hnswlib's get_items is slow)
+        self._leaves = 0
         self._bm25 = _BM25()
         self._label_passage = np.zeros(0, np.int64)
         self._passage_labels: dict[int, np.ndarray] = {}
@@ -264,7 +266,7 @@ class Index:
     @reads
     def leaf_count(self) -> int:
         """Number of leaves (embedded units)."""
-        return sum(len(d.leaves) for d in self._docs if d is not None)
+        return self._leaves
 
     @reads
     def document(self, doc_id: str) -> str:
@@ -283,9 +285,10 @@ class Index:
         docs = self._docs if doc_id is None else [self._doc(doc_id)]
         return [self._hit(label, score) for doc in docs if doc is not None for label in doc.labels.tolist()]
 
-    def add(self, docs: Iterable[str | Mapping[str, Any]]) -> None:
+    def add(self, docs: Iterable[str | Mapping[str, Any]], show_progress: bool | None = False) -> None:
         """Adds documents: strings (ids ``doc-<n>``) or mappings with ``text``
         and optionally ``id`` (str), ``source`` (str) and ``syntax``.
+        ``show_progress``: a bar over the leaves embedded (None: on a terminal).
 
         >>> index.add([{"id": "guide.md", "text": "# Guide\\n\\nRun it.", "source": "docs"}])  # doctest: +SKIP
         """
@@ -296,7 +299,7 @@ class Index:
         # the slow part (structure, embedding) runs while readers go on
         built = [self._structure(*r) for r in records]
         texts = [t for b in built for t in self._leaf_texts(b)]
-        vectors = self.encoder.embed(texts)
+        vectors = self.encoder.embed(texts, show_progress=show_progress)
         with self._lock.write():
             taken = [r[0] for r in records if r[0] in self._slot_of]
             if taken:
@@ -312,6 +315,7 @@ class Index:
                 # one thread: hnswlib's parallel insertion makes the graph depend on scheduling
                 self._hnsw.add_items(vectors, labels, num_threads=1)
                 self._graph_top = int(labels.max()) + 1
+                self._keep_vectors(labels, vectors)
             self._attach(built)
 
     def _check_free(self, labels: np.ndarray) -> None:
@@ -332,6 +336,7 @@ class Index:
         """
         doc = self._doc(doc_id)
         slot = self._slot_of.pop(doc_id)
+        self._leaves -= len(doc.leaves)
         for label in doc.labels.tolist():
             self._hnsw.mark_deleted(label)
         self._label_slot[doc.labels] = -1
@@ -444,6 +449,7 @@ class Index:
             assert slot == len(self._docs)
             self._docs.append(doc)
             self._slot_of[doc.doc_id] = slot
+            self._leaves += len(doc.leaves)
             self._label_slot[doc.labels] = slot
             self._label_leaf[doc.labels] = np.arange(len(doc.labels))
             self._index_passages(doc)
@@ -469,6 +475,18 @@ class Index:
         if slot is None:
             raise KeyError(f"no document {doc_id!r} in the index")
         return self._docs[slot]  # type: ignore[return-value]
+
+    def _keep_vectors(self, labels: np.ndarray, vectors: np.ndarray) -> None:
+        """Keeps a float16 copy of the leaves' unit vectors (rescoring candidates reads them)."""
+        if len(labels) == 0:
+            return
+        top = int(labels.max()) + 1
+        if top > len(self._vectors):
+            grown = np.zeros((max(top, 2 * len(self._vectors)), vectors.shape[1]), np.float16)
+            grown[:len(self._vectors)] = self._vectors.reshape(-1, vectors.shape[1])
+            self._vectors = grown
+        v = np.asarray(vectors, np.float32)
+        self._vectors[labels] = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
 
     def _ensure_hnsw(self, dim: int, capacity: int) -> None:
         if self._hnsw is None:
@@ -523,13 +541,11 @@ class Index:
         bm25 = self._bm25.scores(query)
         if allowed is not None:  # parents of allowed leaves only (a parent lies in one section)
             bm25 = np.where(self._passage_mask(allowed), bm25, 0.0)
-        top = np.argsort(-bm25, kind="stable")[:BM25_POOL]
+        top = np.argpartition(-bm25, BM25_POOL)[:BM25_POOL] if len(bm25) > BM25_POOL else np.arange(len(bm25))
         extra = [label for p in top[bm25[top] > 0].tolist() for label in self._passage_labels[p].tolist()
                  if label not in dense and (allowed is None or allowed[label])]
         if extra:
-            vectors = np.asarray(self._hnsw.get_items(extra, return_type="numpy"), np.float32)
-            sims = vectors @ vector / np.maximum(np.linalg.norm(vectors, axis=1), 1e-12)
-            dense.update(zip(extra, sims.tolist()))
+            dense.update(zip(extra, (self._vectors[extra] @ vector.astype(np.float16)).astype(np.float64).tolist()))
         if not dense:
             return []
         labels = np.fromiter(dense, np.int64, len(dense))
@@ -802,6 +818,10 @@ class Index:
             raise CorruptIndexError(f"corrupt index: {manifest_file} says next_label {manifest['next_label']}, "
                                     f"but labels up to {max(index._next_label, index._graph_top) - 1} are in use")
         index._next_label = manifest["next_label"]
+        labels = np.concatenate([d.labels for d in built]) if built else np.zeros(0, np.int64)
+        for at in range(0, len(labels), 4096):
+            part = labels[at:at + 4096]
+            index._keep_vectors(part, np.asarray(index._hnsw.get_items(part, return_type="numpy"), np.float32))
         return index
 
     def __repr__(self) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._recommended import RECOMMENDED
-from .cli import JSONL_SUFFIXES, InputError, expand, json_object, read_jsonl, read_text_file, record_id, record_text
+from ._io import InputError, check_paths, is_record_file, read_documents as read_inputs
 
 
 def add_parsers(commands: Any) -> None:
@@ -35,6 +35,7 @@ def add_parsers(commands: Any) -> None:
                        help="sizes of the levels between sections and leaves, largest first (default 256); "
                        "BM25 ranks the leaves' parents")
     build.add_argument("--no-hybrid", action="store_true", help="dense ranking only (no BM25)")
+    build.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
     build.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
     query = commands.add_parser(
         "query",
@@ -65,20 +66,15 @@ def add_parsers(commands: Any) -> None:
 
 
 def read_documents(paths: list[str]) -> Iterator[dict[str, str]]:
-    """Documents ``{"id", "text", "source"}`` of files, folders and JSONL files."""
-    def parse(path: str, lineno: int, line: bytes) -> dict[str, str]:
-        where = f"{path}:{lineno}"
-        record = json_object(where, line)
-        source = record.get("source", path)
-        return {"id": str(record_id(where, record, "id")), "text": record_text(where, record),
-                "source": source if isinstance(source, str) else path}
-
-    for path in expand(paths):
-        if path.endswith(JSONL_SUFFIXES):
-            yield from read_jsonl(path, parse)
-        else:
-            doc = read_text_file(path)
-            yield {"id": str(doc.doc_id), "text": doc.text, "source": os.path.dirname(path)}
+    """Documents ``{"id", "text", "source"}`` of files, folders, JSONL and Parquet files
+    and stdin (the one reader and id rule of ``chunkforge chunk``); ``source`` is the
+    record's own when it is a string, else the input file (a plain file: its folder)."""
+    for path in paths:
+        for doc in read_inputs([path]):
+            source = doc.metadata.get("source")
+            if not isinstance(source, str):
+                source = path if is_record_file(path) else os.path.dirname(str(doc.doc_id))
+            yield {"id": str(doc.doc_id), "text": doc.text, "source": source}
 
 
 def load_encoder(index: Any) -> None:
@@ -97,14 +93,12 @@ def run(args: argparse.Namespace) -> str:
     except ImportError as exc:
         raise InputError(str(exc)) from exc
     if args.command == "index":
-        for path in args.paths:
-            if not os.path.exists(path):
-                raise InputError(f"no such file or folder: {path}")
+        check_paths(args.paths)
         try:
             index = Index(leaf_tokens=args.leaf_tokens, parent_tokens=tuple(args.parent_tokens),
                           hybrid=not args.no_hybrid)
             load_encoder(index)
-            index.add(read_documents(args.paths))
+            index.add(read_documents(args.paths), show_progress=False if args.no_progress else None)
             index.save(args.out)
         except (ValueError, TypeError) as exc:
             raise InputError(str(exc)) from exc
