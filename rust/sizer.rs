@@ -50,6 +50,11 @@ impl<'a> Sizer<'a> {
         if s >= e {
             return 0;
         }
+        if self.cuts_added(s) || self.cuts_added(e) {
+            // a span cutting an added token: what follows the cut is no longer split
+            // from it (HF starts a fresh piece after `[CLS]`), so nothing is context free
+            return self.recount(s, e);
+        }
         if self.tk.tokenizes_whitespace() && self.text[..e].ends_with(char::is_whitespace) {
             // GPT-2 splits a whitespace run by what follows it: at the end of a
             // text it is one word, so the span's trailing run is counted alone
@@ -95,6 +100,13 @@ impl<'a> Sizer<'a> {
         let head_count = if head > s { self.recount(s, head) } else { 0 };
         let tail_count = if tail < e { self.recount(tail, e) } else { 0 };
         head_count + inner + tail_count
+    }
+
+    /// True when byte `x` lies strictly inside an added token of the document.
+    fn cuts_added(&self, x: usize) -> bool {
+        let added = &self.doc.added;
+        let i = added.partition_point(|&(a, _)| (a as usize) < x);
+        i > 0 && (added[i - 1].1 as usize) > x
     }
 
     /// Tokens of `text[s..e]` encoded alone, always exact.

@@ -59,6 +59,9 @@ pub struct DocTokens {
     /// True when the words are context free (the fast path): a span's count is
     /// exact from the prefix sums plus a recount of the words cut at its edges.
     pub exact_words: bool,
+    /// Byte spans of the added tokens (`[CLS]`) in the text, in order: the fast
+    /// path splits the text at them as HF does.
+    pub added: Vec<(u32, u32)>,
 }
 
 impl DocTokens {
@@ -352,7 +355,7 @@ impl Tokenizer {
     /// Number of tokens of `text`, without special tokens.
     pub fn count(&self, text: &str, cache: &mut WordCache) -> Result<usize, Error> {
         let mut n = 0usize;
-        if self.fast_walk(text, cache, &mut |_, _, toks| n += toks.len())? {
+        if self.fast_walk(text, cache, &mut |_, _, toks, _| n += toks.len())? {
             return Ok(n);
         }
         Ok(self.hf_encode(text)?.len())
@@ -365,9 +368,12 @@ impl Tokenizer {
             return Err("a text longer than 4 GiB".into());
         }
         let mut doc = DocTokens::new(with_tokens, true);
-        let fast = self.fast_walk(text, cache, &mut |s, e, toks| {
+        let fast = self.fast_walk(text, cache, &mut |s, e, toks, added| {
             if toks.is_empty() {
                 return;
+            }
+            if added {
+                doc.added.push((s as u32, e as u32));
             }
             doc.push_word(s, e, toks.len());
             if let Some(tm) = doc.tokens.as_mut() {
@@ -387,12 +393,12 @@ impl Tokenizer {
     /// The fast path: calls `f(start, end, tokens)` for every word of `text` in
     /// order (token spans relative to the word); the pieces between added tokens
     /// are pre-tokenized alone, as HF does, and each added token is a word of
-    /// one token. Returns false (maybe after calls for some of the words) when
+    /// one token (`f`'s last argument true). Returns false (maybe after calls for some of the words) when
     /// the text needs HF's pipeline.
-    fn fast_walk(&self, text: &str, cache: &mut WordCache, f: &mut dyn FnMut(usize, usize, &[Tok])) -> Result<bool, Error> {
+    fn fast_walk(&self, text: &str, cache: &mut WordCache, f: &mut dyn FnMut(usize, usize, &[Tok], bool)) -> Result<bool, Error> {
         let Path::Fast { pre, added, .. } = &self.path else { return Ok(false) };
         let mut err = None;
-        let mut piece = |base: usize, end: usize, f: &mut dyn FnMut(usize, usize, &[Tok])| {
+        let mut piece = |base: usize, end: usize, f: &mut dyn FnMut(usize, usize, &[Tok], bool)| {
             let seg = &text[base..end];
             pre.words(seg, |s, e| {
                 if err.is_some() {
@@ -401,7 +407,7 @@ impl Tokenizer {
                 match self.word_tokens(&seg[s..e], cache) {
                     Ok((off, len)) => {
                         let toks = if off == u32::MAX { &cache.scratch[..] } else { &cache.toks[off as usize..off as usize + len] };
-                        f(base + s, base + e, toks);
+                        f(base + s, base + e, toks, false);
                     }
                     Err(x) => err = Some(x),
                 }
@@ -418,7 +424,7 @@ impl Tokenizer {
                     if !ok {
                         break;
                     }
-                    f(m.start(), m.end(), &[Tok { id: ids[m.pattern().as_usize()], start: 0, end: (m.end() - m.start()) as u32 }]);
+                    f(m.start(), m.end(), &[Tok { id: ids[m.pattern().as_usize()], start: 0, end: (m.end() - m.start()) as u32 }], true);
                     pos = m.end();
                 }
                 ok && piece(pos, text.len(), f)

@@ -306,3 +306,19 @@ def test_fuzz_find_list_split_into_items_keeps_text_between_them(kind, text):
         chunks = MarkdownChunker(tok, max_tokens=max_tokens).chunk(text)
         assert covered(text, chunks), max_tokens
         assert_exact(tok, text, chunks, max_tokens)
+
+
+def test_fuzz_find_span_starting_inside_an_added_token():
+    """A span starting inside `<|endoftext|>`: HF starts a fresh piece after an added
+    token (`'d` is a contraction there), but the span alone glues `|>'` together; such
+    spans are counted by re-encoding them."""
+    tok = cf_tokenizer("bpe")
+    data = (ROOT / "tests/data/fuzz/sizer-span-inside-added-token.bin").read_bytes()
+    for text in [data[4:].decode("utf-8", "replace"), "More <|endoftext|>'deXt.\n", "x [CLS]'s y", "a<|endoftext|> b"]:
+        for kind in ("bpe", "wordpiece"):
+            tok = cf_tokenizer(kind)
+            counter = tok.span_counter(text)
+            for s in range(len(text)):
+                for e in range(s, min(len(text), s + 16) + 1):
+                    expected = len(hf_tokenizer(kind).encode(text[s:e], add_special_tokens=False).ids)
+                    assert counter.count(s, e) == expected, (kind, s, e, text[s:e])
