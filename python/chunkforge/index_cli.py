@@ -83,7 +83,7 @@ def load_encoder(index: Any) -> None:
     try:
         index.encoder
     except (ImportError, OSError, ValueError) as exc:
-        raise InputError(f"--model default: {exc}") from exc
+        raise InputError(f"cannot load the index's encoder: {exc}") from exc
 
 
 def run(args: argparse.Namespace) -> str:

@@ -150,9 +150,12 @@ def model_max_length(folder: Path) -> int | None:
     def read(name: str) -> dict:
         path = folder / name
         try:
-            return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            value = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise ValueError(f"cannot read {path}: {exc}") from exc
+        if not isinstance(value, dict):
+            raise ValueError(f"{path} must hold a JSON object, not a {type(value).__name__}")
+        return value
 
     sbert = read("sentence_bert_config.json")
     if "max_seq_length" in sbert:
