@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gzip
 import hashlib
 import importlib.util
@@ -306,14 +307,15 @@ def read_jsonl(path: str, parse: Callable[[str, int, bytes], R]) -> Iterator[R]:
         raise InputError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from exc
 
 
-def parse_record(path: str, lineno: int, line: bytes) -> Doc:
-    """One JSONL line as a document; the id defaults to ``"<path>:<line>"``."""
+def parse_record(path: str, lineno: int, line: bytes, id_field: str = "id", text_field: str = "text") -> Doc:
+    """One JSONL line as a document (its id and text under ``id_field`` and ``text_field``);
+    the id defaults to ``"<path>:<line>"``."""
     where = f"{path}:{lineno}"
     record = json_object(where, line)
-    doc_id = record.get("id", where)
+    doc_id = record.get(id_field, where)
     if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
-        raise InputError(f'{where}: "id" must be a string or an integer, not {type(doc_id).__name__}')
-    return Doc(doc_id, record_text(where, record), len(line))
+        raise InputError(f'{where}: "{id_field}" must be a string or an integer, not {type(doc_id).__name__}')
+    return Doc(doc_id, record_text(where, record, text_field), len(line))
 
 
 def parse_chunk_record(path: str, lineno: int, line: bytes) -> ChunkRecord:
@@ -342,25 +344,33 @@ def json_object(where: str, line: bytes) -> dict:
     return record
 
 
-def record_text(where: str, record: dict) -> str:
-    """The record's ``"text"``: a string of valid Unicode."""
-    if "text" not in record:
-        raise InputError(f'{where}: record has no "text"')
-    text = record["text"]
+def record_text(where: str, record: dict, field: str = "text") -> str:
+    """The record's ``field`` (``"text"``): a string of valid Unicode."""
+    if field not in record:
+        raise InputError(f'{where}: record has no "{field}"')
+    return checked_text(where, f'"{field}"', record[field])
+
+
+def checked_text(where: str, name: str, text: object) -> str:
+    """``text`` when it is a string of valid Unicode; else InputError naming ``where`` and ``name``."""
     if not isinstance(text, str):
-        raise InputError(f'{where}: "text" must be a string, not {type(text).__name__}')
+        raise InputError(f"{where}: {name} must be a string, not {type(text).__name__}")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InputError(f'{where}: "text" holds a lone surrogate (not valid Unicode)') from exc
+        raise InputError(f"{where}: {name} holds a lone surrogate (not valid Unicode)") from exc
     return text
 
 
-def read_docs(paths: Iterable[str], suffixes: tuple[str, ...] = FOLDER_SUFFIXES) -> Iterator[Doc]:
-    """All documents of all inputs, lazily, in order."""
+def read_docs(
+    paths: Iterable[str], suffixes: tuple[str, ...] = FOLDER_SUFFIXES, id_field: str = "id", text_field: str = "text"
+) -> Iterator[Doc]:
+    """All documents of all inputs, lazily, in order; JSONL records keep their id and text
+    under ``id_field`` and ``text_field``."""
+    parse = functools.partial(parse_record, id_field=id_field, text_field=text_field)
     for path in expand(paths, suffixes):
         if path.endswith(JSONL_SUFFIXES):
-            yield from read_jsonl(path, parse_record)
+            yield from read_jsonl(path, parse)
         else:
             yield read_text_file(path)
 
