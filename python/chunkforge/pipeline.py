@@ -570,6 +570,15 @@ class Progress:
         self.bar.update(stats.docs)
 
 
+def count_for_eta(bar: Progress, paths: list[str], spec: JobSpec) -> None:
+    """Sets the bar's total to the number of documents (on a side thread; a bad input is
+    reported by the job itself)."""
+    try:
+        bar.set_total(count_docs(paths, spec))
+    except Exception:  # noqa: BLE001 - the reader names the bad file
+        return
+
+
 def plan(inputs: Sequence[str], spec: JobSpec, settings: str, shard_dir: Path) -> Iterator[Planned]:
     """The corpus as shard batches, each with its key and whether its shard exists."""
     for docs in shard_batches(read_inputs(inputs, spec), spec.shard_docs):
@@ -680,7 +689,7 @@ def run(
     show = sys.stderr.isatty() if progress is None else progress
     with Progress(show, summary) as bar:
         if show:
-            threading.Thread(target=lambda: bar.set_total(count_docs(paths, spec)), daemon=True).start()
+            threading.Thread(target=count_for_eta, args=(bar, paths, spec), daemon=True).start()
         planned = plan(paths, spec, settings, shard_dir)
         if ray is None:
             build_locally(planned, ShardBuilder(spec, root, vectors, encoder), bar, shards)
