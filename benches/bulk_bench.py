@@ -138,7 +138,7 @@ def main() -> None:
 
 
 def report(results: dict, n: int, args: argparse.Namespace) -> None:
-    print(f"\n| variant | seconds | docs/s | tokens/s | peak RSS MB | vs job |\n| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("\n| variant | seconds | docs/s | tokens/s | peak RSS MB | vs job |\n| --- | ---: | ---: | ---: | ---: | ---: |")
     job = results.get("job", {}).get("seconds")
     for name, r in results.items():
         ratio = f"{r['seconds'] / job:.3f}x" if job else "-"

@@ -16,12 +16,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from .cli import InputError
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 TABLE = "chunks"
 LANCEDB_EXTRA = 'pip install "chunkforge[lancedb]"'
