@@ -46,6 +46,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -724,22 +725,29 @@ def run(
 def build_locally(planned: Iterator[Planned], builder: ShardBuilder, bar: Progress,
                   shards: list[dict[str, Any]]) -> None:
     """Builds the missing shards in this process: the next batch is chunked and tokenized
-    on a worker thread while this one embeds the current batch."""
+    on a worker thread, and the last one written on another, while this one embeds the
+    current batch."""
 
     def chunked() -> Iterator[tuple[Planned, Chunked | None]]:
         for item in planned:
             yield item, None if item.exists else builder.chunk(item.docs)
 
-    for item, batch in ahead(chunked()):
-        if batch is None:
-            stats = shard_stats(builder.shard_dir, item)
-        else:
-            table, embedded, embedded_tokens = builder.embed(batch)
-            builder.write(item.key, table)
-            stats = ShardStats(len(item.docs), table.num_rows, int(np.sum(table.column("token_count"))),
-                               embedded, embedded_tokens)
-        shards.append(shard_entry(item.key, stats))
-        bar.update(stats, batch is not None)
+    with ThreadPoolExecutor(1, thread_name_prefix="chunkforge-write") as writer:
+        written: Future | None = None
+        for item, batch in ahead(chunked()):
+            if batch is None:
+                stats = shard_stats(builder.shard_dir, item)
+            else:
+                table, embedded, embedded_tokens = builder.embed(batch)
+                if written is not None:
+                    written.result()  # one shard in flight at most; its error surfaces here
+                written = writer.submit(builder.write, item.key, table)
+                stats = ShardStats(len(item.docs), table.num_rows, int(np.sum(table.column("token_count"))),
+                                   embedded, embedded_tokens)
+            shards.append(shard_entry(item.key, stats))
+            bar.update(stats, batch is not None)
+        if written is not None:
+            written.result()
 
 
 def shard_entry(key: str, stats: ShardStats) -> dict[str, Any]:
