@@ -4,7 +4,7 @@ Each variant runs in its own process (peak RSS is that process's), on the first
 ``--limit-mb`` MB of the shipped corpus, all-MiniLM-L6-v2 (fused fp32), RecursiveChunker at
 the model's window (254 tokens):
 
-- ``job``: ``chunkforge.pipeline.run`` (what ``chunkforge embed-docs`` runs);
+- ``job``: ``chunkforge.pipeline.run`` (what ``chunkforge embed-docs`` runs), ``shard_docs=8``;
 - ``cli``: ``chunkforge chunk --out chunks.jsonl`` then ``chunkforge embed chunks.jsonl``;
 - ``loop``: a plain sentence-transformers-style loop: chunk every document, then encode the
   chunk texts in length-sorted batches of 32 (as ``SentenceTransformer.encode`` does);
@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "docs-corpus.jsonl.gz"
 VARIANTS = ("job", "cli", "loop", "incremental", "ray")
+SHARD_DOCS = 8  # about 11 shards a MB: enough batches to keep two Ray actors busy on a small slice
 
 
 def corpus_slice(limit_mb: float, path: Path) -> int:
@@ -70,12 +71,13 @@ def run_variant(variant: str, docs: Path, work: Path) -> dict:
     started = time.perf_counter()
     result: dict = {"variant": variant}
     if variant in ("job", "ray"):
-        summary = pipeline.run([docs], work / variant, ray="local" if variant == "ray" else None, progress=False)
+        summary = pipeline.run([docs], work / variant, ray="local" if variant == "ray" else None, progress=False,
+                               shard_docs=SHARD_DOCS)
         result.update(docs=summary.docs, chunks=summary.rows, tokens=summary.tokens)
     elif variant == "incremental":
         changed = changed_copy(docs, work / "changed.jsonl")
         started = time.perf_counter()
-        summary = pipeline.run([work / "changed.jsonl"], work / "job", progress=False)
+        summary = pipeline.run([work / "changed.jsonl"], work / "job", progress=False, shard_docs=SHARD_DOCS)
         result.update(docs=summary.docs, chunks=summary.rows, tokens=summary.tokens, changed_docs=changed,
                       embedded=summary.embedded, shards_built=summary.shards_built, shards_kept=summary.shards_kept)
     elif variant == "cli":

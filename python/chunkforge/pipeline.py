@@ -658,6 +658,8 @@ def run(
     """
     spec = JobSpec(**{**(asdict(spec) if spec else {}), **options})
     spec.check()
+    if ray is not None and encoder is not None:
+        raise InputError("with ray, name the model (model=, variant=): each actor loads its own encoder")
     paths = [os.fspath(p) for p in inputs]
     if not paths:
         raise InputError("no inputs given")
