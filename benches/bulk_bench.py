@@ -8,7 +8,7 @@ the model's window (254 tokens):
 - ``cli``: ``chunkforge chunk --out chunks.jsonl`` then ``chunkforge embed chunks.jsonl``;
 - ``loop``: a plain sentence-transformers-style loop: chunk every document, then encode the
   chunk texts in length-sorted batches of 32 (as ``SentenceTransformer.encode`` does);
-- ``incremental``: the job rerun on its own dataset after 1% of the documents changed;
+- ``incremental``: the job rerun on a copy of its dataset after 1% of the documents changed;
 - ``ray``: the job on a new local Ray cluster (``ray="local"``, startup included), its rows
   compared with the local job's.
 
@@ -22,6 +22,7 @@ import gzip
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -76,8 +77,9 @@ def run_variant(variant: str, docs: Path, work: Path) -> dict:
         result.update(docs=summary.docs, chunks=summary.rows, tokens=summary.tokens)
     elif variant == "incremental":
         changed = changed_copy(docs, work / "changed.jsonl")
+        shutil.copytree(work / "job", work / "incremental")  # the job's own dataset stays for the Ray comparison
         started = time.perf_counter()
-        summary = pipeline.run([work / "changed.jsonl"], work / "job", progress=False, shard_docs=SHARD_DOCS)
+        summary = pipeline.run([work / "changed.jsonl"], work / "incremental", progress=False, shard_docs=SHARD_DOCS)
         result.update(docs=summary.docs, chunks=summary.rows, tokens=summary.tokens, changed_docs=changed,
                       embedded=summary.embedded, shards_built=summary.shards_built, shards_kept=summary.shards_kept)
     elif variant == "cli":
