@@ -29,10 +29,11 @@ How it stays exact under crashes and changes:
   not list (deleted documents, old versions, a crashed run's leftovers) are then removed. Every
   chunk of the corpus is therefore in exactly one listed shard.
 
-Tokenization happens once per document: the chunks' token ids are slices of the document's
-ids (for WordPiece tokenizers, where a chunk of whole words encodes alone as that slice; any
-other chunk, and any other tokenizer, is encoded from its text), fed to
-:meth:`Encoder.embed_token_ids`. The next batch is read, chunked and tokenized on a worker
+Chunk texts are not tokenized again: the chunks' token ids are slices of one tokenization of
+the whole document (for WordPiece tokenizers, where a chunk of whole words encodes alone as that
+slice; any other chunk, and any other tokenizer, is encoded from its text), fed to
+:meth:`Encoder.embed_token_ids`. (The native chunker sizes on its own pass over the document;
+returning its ids would need a Rust change.) The next batch is read, chunked and tokenized on a worker
 thread while the current one is embedded; at most two batches wait, so memory stays bounded.
 """
 
