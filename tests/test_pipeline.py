@@ -244,6 +244,8 @@ def test_inputs_jsonl_parquet_and_folders_with_column_names(tmp_path: Path, enco
         (lambda p: (p / "d.jsonl").write_text('{"text": "ok"}\n'), ["d.jsonl", "--max-tokens", "0"],
          "--max-tokens must be >= 1"),
         (lambda p: (p / "d.jsonl").write_text('{"text": "ok"}\n'), ["missing.jsonl"], "no such file or folder"),
+        (lambda p: (p / "d.jsonl").write_text('{"text": "ok"}\n'), ["d.jsonl", "--overlap", "300"],
+         "overlap (300) must be smaller than max_tokens (254)"),
         (lambda p: [(p / n).write_text('{"text": "ok"}\n') for n in ("d.jsonl", "ds")], ["--out-is-file"],
          "is a file, not a dataset folder"),
     ],

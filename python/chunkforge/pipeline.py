@@ -676,16 +676,17 @@ def run(
         raise InputError(f"--out {root} is a file, not a dataset folder")
     if root.is_dir() and any(root.iterdir()) and not (root / MANIFEST).exists() and not (root / SHARDS).is_dir():
         raise InputError(f"--out {root} is a folder that holds no chunkforge dataset; give a new or empty folder")
+    started = time.perf_counter()
+    encoder = encoder or spec.encoder()
+    chunker = spec.chunker_config(encoder)
+    spec.chunkers(encoder)  # bad chunker parameters fail here, before any work (or any Ray actor)
     shard_dir = root / SHARDS
     try:
         shard_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot write --out {root}: {exc.strerror or exc}") from exc
-    started = time.perf_counter()
-    encoder = encoder or spec.encoder()
     fingerprint = model_fingerprint(encoder)
     vectors = json.dumps({"model": fingerprint, "dtype": spec.dtype})
-    chunker = spec.chunker_config(encoder)
     settings = json.dumps([FORMAT, vectors, chunker, spec.with_text, spec.id_column, spec.text_column,
                            spec.shard_docs])
     summary = JobSummary(out=str(root))
