@@ -30,6 +30,8 @@ from chunkforge.index import Index
 
 CORPUS = Path(__file__).parent.parent / "tests" / "data" / "docs-corpus.jsonl.gz"
 POLICIES = {
+    "budget=1000 (Index.query's default)": dict(budget_tokens=1000),
+    "window_tokens=64 budget=1000": dict(window_tokens=64, budget_tokens=1000),
     "window=2": dict(window=2),
     "window=2 budget=2000": dict(window=2, budget_tokens=2000),
     "auto_merge=0.5": dict(auto_merge=0.5),

@@ -243,6 +243,9 @@ fn span_count(doc: &Doc, sz: &mut Sizer<'_>, s: u32, e: u32, words: (u32, u32)) 
 pub struct Params {
     /// Sentences either side of each hit (within its section).
     pub window: Option<u32>,
+    /// Grow each hit by whole sentences, alternately before and after, within its
+    /// section, while the span stays within this many tokens.
+    pub window_tokens: Option<u32>,
     /// Replace each leaf by its parent node.
     pub parent: bool,
     /// Merge children into their parent when more than this share of them is hit.
@@ -405,6 +408,11 @@ impl Store {
             }
         }
         tk.with_cache(|cache| {
+            if let Some(n) = p.window_tokens {
+                for u in units.iter_mut() {
+                    self.window_tokens(u, n, tk, cache);
+                }
+            }
             let mut out = match p.budget {
                 None => Payload { passages: self.merge(units, tk, cache), dropped: vec![] },
                 Some(budget) => self.pack(units, hits, budget, p, tk, cache),
@@ -522,6 +530,47 @@ impl Store {
             (u.end, u.words.1) = (last.end, last.words.1);
         }
         (u.node, u.parent, u.sentences) = (NONE, NONE, None);
+    }
+
+    /// Widens a leaf unit by whole sentences within its section, one at a time and
+    /// alternately before and after, while the span has at most `n` tokens; a side
+    /// whose next sentence does not fit stops growing.
+    fn window_tokens(&self, u: &mut Unit, n: u32, tk: &Tokenizer, cache: &mut WordCache) {
+        let Some(s) = u.sentences.filter(|s| s.a < s.b) else {
+            return;
+        };
+        let doc = self.docs[u.doc as usize].as_ref().unwrap();
+        let sentences = &doc.sentences;
+        let mut sz = doc.sizer(tk, cache);
+        let (mut lo, mut hi) = (s.a, s.b);
+        let (mut start, mut end, mut words) = (u.start, u.end, u.words);
+        let (mut left, mut right) = (true, true);
+        while left || right {
+            if left {
+                left = lo > s.lo && {
+                    let x = &sentences[lo as usize - 1];
+                    let fits = span_count(doc, &mut sz, x.start, end, (x.words.0, words.1)) <= n;
+                    if fits {
+                        (lo, start, words.0) = (lo - 1, x.start, x.words.0);
+                    }
+                    fits
+                };
+            }
+            if right {
+                right = hi < s.hi && {
+                    let x = &sentences[hi as usize];
+                    let fits = span_count(doc, &mut sz, start, x.end, (words.0, x.words.1)) <= n;
+                    if fits {
+                        (hi, end, words.1) = (hi + 1, x.end, x.words.1);
+                    }
+                    fits
+                };
+            }
+        }
+        if (start, end) != (u.start, u.end) {
+            (u.start, u.end, u.words) = (start.min(u.start), end.max(u.end), words);
+            (u.node, u.parent, u.sentences) = (NONE, NONE, None);
+        }
     }
 
     /// Units of one document that overlap or touch (whitespace between) become
@@ -916,6 +965,35 @@ mod tests {
         assert_eq!(span(3, 1), (spans[2].0, spans[4].1));
         assert_eq!(span(4, 9), (spans[2].0, spans[4].1));
         assert_eq!(span(0, 0), spans[0]);
+    }
+
+    #[test]
+    fn token_windows_grow_by_sentences_within_their_section() {
+        let tk = tokenizer();
+        // "S two." is 3 tokens; sentences 0-1 in section 0, 2-4 in section 1
+        let text = "S zero. S one. S two. S three. S four.";
+        let (mut sentences, mut nodes, mut s) = (vec![], vec![(0, text.len() as u32, NONE, 0)], 0);
+        for (i, part) in text.split_inclusive(". ").enumerate() {
+            let (a, b) = (s as u32, (s + part.trim_end().len()) as u32);
+            let section = u32::from(i >= 2);
+            sentences.push((a, b, section));
+            nodes.push((a, b, 0, section));
+            s += part.len();
+        }
+        let spans: Vec<(u32, u32)> = sentences.iter().map(|x| (x.0, x.1)).collect();
+        let doc = Doc::new(&tk, DocInput { text, sentences, nodes, leaves: vec![1, 2, 3, 4, 5] }).unwrap();
+        let mut st = Store::default();
+        st.add(doc, &[0, 1, 2, 3, 4]).unwrap();
+        let span = |leaf: u64, n: u32| {
+            let out = st.expand(&tk, &[(leaf, 1.0)], &Params { window_tokens: Some(n), ..Default::default() }).unwrap();
+            (out.passages[0].start, out.passages[0].end, out.passages[0].token_count)
+        };
+        assert_eq!(span(2, 3), (spans[2].0, spans[2].1, 3));
+        assert_eq!(span(2, 8), (spans[2].0, spans[3].1, 6)); // section 0 is never entered
+        assert_eq!(span(3, 7), (spans[2].0, spans[3].1, 6)); // before first, then after does not fit
+        assert_eq!(span(3, 9), (spans[2].0, spans[4].1, 9));
+        assert_eq!(span(0, 100), (spans[0].0, spans[1].1, 6));
+        assert_eq!(span(1, 1), (spans[1].0, spans[1].1, 3)); // a leaf over the limit stays as it is
     }
 
     #[test]

@@ -534,6 +534,7 @@ fn rows<const W: usize>(a: &numpy::PyReadonlyArray2<'_, i64>, what: &str) -> PyR
 /// Expansion parameters from the Python options.
 fn expand_params(
     window: Option<u32>,
+    window_tokens: Option<u32>,
     parent: bool,
     auto_merge: Option<f64>,
     budget: Option<usize>,
@@ -551,7 +552,7 @@ fn expand_params(
         "stop" => true,
         _ => return Err(PyValueError::new_err(format!("pack must be 'skip' or 'stop', not {pack:?}"))),
     };
-    Ok(expand::Params { window, parent, auto_merge, budget, by_document, stop, trim })
+    Ok(expand::Params { window, window_tokens, parent, auto_merge, budget, by_document, stop, trim })
 }
 
 #[pymethods]
@@ -622,7 +623,7 @@ impl Expander {
     /// `headings` attributes. Returns `(passages, dropped hits)`, each passage
     /// a `passage_type` tuple `(doc_id, start, end, token_count, score,
     /// heading_path, covered hits, document text)`.
-    #[pyo3(signature = (hits, docs, passage_type, window=None, parent=false, auto_merge=None, budget=None, order="score", pack="skip", trim=false))]
+    #[pyo3(signature = (hits, docs, passage_type, window=None, window_tokens=None, parent=false, auto_merge=None, budget=None, order="score", pack="skip", trim=false))]
     #[allow(clippy::too_many_arguments)]
     fn expand_objects<'py>(
         &self,
@@ -631,6 +632,7 @@ impl Expander {
         docs: &Bound<'py, pyo3::types::PyList>,
         passage_type: &Bound<'py, pyo3::types::PyType>,
         window: Option<u32>,
+        window_tokens: Option<u32>,
         parent: bool,
         auto_merge: Option<f64>,
         budget: Option<usize>,
@@ -640,7 +642,7 @@ impl Expander {
     ) -> PyResult<(Bound<'py, pyo3::types::PyList>, Bound<'py, pyo3::types::PyList>)> {
         use pyo3::intern;
         use pyo3::types::{PyList, PyTuple};
-        let params = expand_params(window, parent, auto_merge, budget, order, pack, trim)?;
+        let params = expand_params(window, window_tokens, parent, auto_merge, budget, order, pack, trim)?;
         let objects: Vec<Bound<'py, PyAny>> = hits.try_iter()?.collect::<PyResult<_>>()?;
         let mut pairs = Vec::with_capacity(objects.len());
         for (i, h) in objects.iter().enumerate() {

@@ -34,11 +34,10 @@ struct Unit {
     e: usize,
 }
 
-enum Overlap {
-    /// Trailing units of the previous chunk, at most this many tokens.
-    Tokens(usize),
-    /// This many trailing units (sentences) of the previous chunk.
-    Units(usize),
+/// The room a chunk's own new text may take when `overlap` tokens of the
+/// previous chunk are to be repeated in front of it.
+fn content_budget(max: usize, overlap: usize) -> usize {
+    max.saturating_sub(overlap).max(1)
 }
 
 /// Chunks one document.
@@ -54,26 +53,75 @@ pub fn chunk(tk: &Tokenizer, text: &str, cfg: &Config) -> Result<Vec<ChunkSpan>,
         let max = cfg.max_tokens;
         let mut units = vec![];
         let mut groups = vec![];
-        let overlap = match &cfg.strategy {
-            Strategy::Token => return Ok(token_windows(&mut sz, max, cfg.overlap)),
+        match &cfg.strategy {
+            Strategy::Token => Ok(token_windows(&mut sz, max, cfg.overlap)),
             Strategy::Recursive { levels, min_tokens } => {
-                split_group(&mut sz, levels, (s, e), 0, max, &mut units, &mut groups);
-                verify_groups(&mut sz, &units, &mut groups, max);
-                apply_floor(&mut sz, &units, &mut groups, *min_tokens, max);
-                Overlap::Tokens(cfg.overlap)
+                // room for the overlap is reserved: a chunk's new text takes at most `budget`
+                let budget = content_budget(max, cfg.overlap);
+                split_group(&mut sz, levels, (s, e), 0, budget, &mut units, &mut groups);
+                verify_groups(&mut sz, &units, &mut groups, budget);
+                apply_floor(&mut sz, &units, &mut groups, *min_tokens, budget);
+                Ok(with_overlap_in(&mut sz, &units, &groups, max, cfg.overlap, |_| 0))
             }
-            Strategy::Structured { .. } => return Err("use chunk_structured for structured documents".into()),
+            Strategy::Structured { .. } => Err("use chunk_structured for structured documents".into()),
             Strategy::Sentence { overlap_sentences } => {
                 let mut sents = vec![];
                 sentences(text, s, e, &mut sents);
-                let finer = [Level::Clause, Level::Word];
-                group_pieces(&mut sz, &finer, &sents, 0, max, &mut units, &mut groups);
+                pack_sentences(&mut sz, &sents, max, *overlap_sentences, &mut units, &mut groups);
                 verify_groups(&mut sz, &units, &mut groups, max);
-                Overlap::Units(*overlap_sentences)
+                Ok(groups
+                    .iter()
+                    .map(|&(a, b)| {
+                        let (start, end) = (units[a].s, units[b - 1].e);
+                        ChunkSpan { start, end, tokens: sz.exact(start, end) }
+                    })
+                    .collect())
             }
-        };
-        Ok(with_overlap(&mut sz, &units, &groups, max, overlap))
+        }
     })
+}
+
+/// Sentences packed greedily up to `max`, each chunk after the first starting
+/// with the last `carry` sentences of the one before when they fit beside at
+/// least the next new sentence (fewer when not all do; never the whole previous
+/// chunk). A sentence longer than `max` is split at clauses, then words, then
+/// tokens, into chunks of their own that carry nothing and are not carried.
+/// `groups` may overlap: a group is the range of `units` of one chunk.
+fn pack_sentences(
+    sz: &mut Sizer,
+    sents: &[(usize, usize)],
+    max: usize,
+    carry: usize,
+    units: &mut Vec<Unit>,
+    groups: &mut Vec<(usize, usize)>,
+) {
+    let finer = [Level::Clause, Level::Word];
+    let mut open: Option<usize> = None; // index in `groups` of a group of whole sentences
+    for &(a, b) in sents {
+        if sz.count(a, b) > max {
+            split_group(sz, &finer, (a, b), 0, max, units, groups);
+            open = None;
+            continue;
+        }
+        units.push(Unit { s: a, e: b });
+        let new = units.len() - 1;
+        if let Some(g) = open {
+            let (first, end) = groups[g];
+            if sz.count(units[first].s, b) <= max {
+                groups[g].1 = end + 1;
+                continue;
+            }
+            // the next chunk starts with the previous one's last sentences, as many as fit
+            let mut start = end.saturating_sub(carry).max(first + 1);
+            while start < new && sz.count(units[start].s, b) > max {
+                start += 1;
+            }
+            groups.push((start, new + 1));
+        } else {
+            groups.push((new, new + 1));
+        }
+        open = Some(groups.len() - 1);
+    }
 }
 
 /// Chunks `[s, e)` (trimmed) into groups of units: the span itself if it fits,
@@ -256,49 +304,70 @@ fn char_units(sz: &mut Sizer, s: usize, e: usize, max: usize, out: &mut Vec<Unit
     }
 }
 
-/// The chunks of the groups, each extended backwards over trailing units of
-/// the previous group as far as the overlap (and `max`) allows.
-fn with_overlap(sz: &mut Sizer, units: &[Unit], groups: &[(usize, usize)], max: usize, overlap: Overlap) -> Vec<ChunkSpan> {
-    with_overlap_in(sz, units, groups, max, overlap, |_| 0)
-}
-
-/// [`with_overlap`], never across groups of different `region`s (sections).
+/// The chunks of the groups: every group after the first of its `region`
+/// (section) is preceded by [`overlap_tail`] of the previous group.
 fn with_overlap_in(
     sz: &mut Sizer,
     units: &[Unit],
     groups: &[(usize, usize)],
     max: usize,
-    overlap: Overlap,
+    overlap: usize,
     region: impl Fn(usize) -> usize,
 ) -> Vec<ChunkSpan> {
     let mut out = Vec::with_capacity(groups.len());
     for (i, &(a, b)) in groups.iter().enumerate() {
         let end = units[b - 1].e;
-        let mut first = a;
-        if i > 0 && region(i - 1) == region(i) {
+        let mut start = units[a].s;
+        if overlap > 0 && i > 0 && region(i - 1) == region(i) {
             let prev = groups[i - 1];
-            let prev_end = units[prev.1 - 1].e;
-            match overlap {
-                Overlap::Tokens(k) => {
-                    while k > 0
-                        && first > prev.0 + 1
-                        && sz.exact(units[first - 1].s, prev_end) <= k
-                        && sz.exact(units[first - 1].s, end) <= max
-                    {
-                        first -= 1;
-                    }
-                }
-                Overlap::Units(k) => {
-                    while first > prev.0 + 1 && a - (first - 1) <= k && sz.exact(units[first - 1].s, end) <= max {
-                        first -= 1;
-                    }
-                }
+            let prev_units = &units[prev.0..prev.1];
+            if let Some(tail) = overlap_tail(sz, prev_units, end, overlap, max) {
+                start = tail;
             }
         }
-        let start = units[first].s;
         out.push(ChunkSpan { start, end, tokens: sz.exact(start, end) });
     }
     out
+}
+
+/// Where the overlap in front of a chunk ending at `end` starts: the longest
+/// tail of the previous group (`prev`, its units in order) made of whole pieces
+/// that re-encodes to at most `overlap` tokens and leaves the chunk within
+/// `max`. Pieces are tried coarsest first (the group's own units, then lines,
+/// sentences, clauses, words); the first kind whose tail reaches half of
+/// `overlap` wins, else the longest tail of any kind. Never the whole group
+/// (the chunk would then hold its predecessor). None when no piece fits.
+fn overlap_tail(sz: &mut Sizer, prev: &[Unit], end: usize, overlap: usize, max: usize) -> Option<usize> {
+    let (ps, pe) = (prev[0].s, prev[prev.len() - 1].e);
+    let mut best: Option<(usize, usize)> = None; // (tokens, start)
+    let mut pieces: Vec<(usize, usize)> = prev.iter().map(|u| (u.s, u.e)).collect();
+    let finer = [Level::Line, Level::Sentence, Level::Clause, Level::Word];
+    for level in std::iter::once(None).chain(finer.iter().map(Some)) {
+        if let Some(level) = level {
+            pieces.clear();
+            split_level(sz.text, ps, pe, level, &mut pieces);
+        }
+        let mut found: Option<(usize, usize)> = None;
+        for &(a, _) in pieces.iter().rev() {
+            if a <= ps {
+                break;
+            }
+            let tokens = sz.exact(a, pe);
+            if tokens > overlap || sz.exact(a, end) > max {
+                break;
+            }
+            found = Some((tokens, a));
+        }
+        if let Some((tokens, a)) = found {
+            if 2 * tokens >= overlap {
+                return Some(a);
+            }
+            if best.map_or(true, |(t, _)| tokens > t) {
+                best = Some((tokens, a));
+            }
+        }
+    }
+    best.map(|(_, a)| a)
 }
 
 /// Merges groups under `min_tokens` into a neighbour when the union fits.
@@ -420,6 +489,9 @@ pub fn chunk_structured(
     min_tokens: usize,
     overlap: usize,
 ) -> Result<Vec<StructuredSpan>, String> {
+    let full = max;
+    // room for the overlap is reserved: a chunk's new text takes at most `max`
+    let max = content_budget(full, overlap);
     tk.with_cache(|cache| {
         let doc = tk.analyze(text, false, cache)?;
         let mut sz = Sizer::new(tk, text, &doc, cache);
@@ -465,7 +537,7 @@ pub fn chunk_structured(
         }
         verify_groups_with(&mut sz, &units, &mut groups, max, &mut info);
         merge_small(&mut sz, &units, &mut groups, &mut info, &outline.sections, min_tokens, max);
-        let spans = with_overlap_in(&mut sz, &units, &groups, max, Overlap::Tokens(overlap), |i| info[i].section);
+        let spans = with_overlap_in(&mut sz, &units, &groups, full, overlap, |i| info[i].section);
         Ok(spans
             .into_iter()
             .zip(&info)

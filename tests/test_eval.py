@@ -241,8 +241,9 @@ def test_query_loader_names_the_bad_line(tmp_path, line, message):
 
 @pytest.mark.parametrize("lines, message", [
     ([{"doc_id": "a", "text": "x"}, {"doc_id": "a", "text": "y"}], r"corpus.jsonl:2: doc_id 'a' repeats .*:1"),
-    ([{"doc_id": "a"}], r'corpus.jsonl:1: missing "text"'),
-    ([{"doc_id": ["a"], "text": "x"}], r'"doc_id" must be str or int, not list'),
+    ([{"doc_id": "a"}], r'corpus.jsonl:1: record has no "text"'),
+    ([{"doc_id": ["a"], "text": "x"}], r'"doc_id" must be a string or an integer, not list'),
+    ([{"text": "x"}], r'corpus.jsonl:1: record has no "doc_id" \(or "id"\)'),
     ([], r"corpus.jsonl: no documents"),
 ])
 def test_corpus_loader_names_the_bad_line(tmp_path, lines, message):

@@ -12,6 +12,7 @@ import textwrap
 import time
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -170,7 +171,7 @@ def test_leaves_and_payload_objects(index):
 
 def test_query_uses_the_recommended_policy(index):
     q = "unicode identifier tables"
-    assert index.query(q) == index.expand(index.search(q, k=24), window=2, budget_tokens=1000)
+    assert index.query(q) == index.expand(index.search(q, k=100), budget_tokens=1000)
     assert index.query(q, k=5, auto_merge=0.5) == index.expand(index.search(q, k=5), auto_merge=0.5,
                                                               budget_tokens=1000)
 
@@ -358,12 +359,65 @@ def test_cli_build_and_query(tmp_path, model_cache, capsys):
     assert main(["query", str(out), "which dogs barked?", "--k", "2", "--window", "1", "--budget", "50"]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith(f"[1] {doc}:") and "Four dogs barked." in printed
-    # the defaults: the recommended policy (24 hits, 2 sentences either side, within 1,000 tokens)
+    # the defaults: the recommended policy (100 hits as they are, within 1,000 tokens)
     assert main(["query", str(out), "which dogs barked?", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     index = Index.load(out)
-    expected = index.expand(index.search("which dogs barked?", k=24), window=2, budget_tokens=1000)
+    expected = index.expand(index.search("which dogs barked?", k=100), budget_tokens=1000)
     assert [(p["doc_id"], p["start"], p["end"]) for p in payload["passages"]] == \
         [(p.doc_id, p.start, p.end) for p in expected.passages]
     assert main(["query", str(tmp_path / "nope"), "x"]) == 2
     assert "no index folder" in capsys.readouterr().err
+
+
+def test_token_windows_are_whole_sentences_within_the_section_and_the_limit(encoder):
+    """``window_tokens=n``: the hit plus whole neighbouring sentences of its section, at
+    most ``n`` tokens, and no neighbour of the section left out that would still fit."""
+    text = "# A\n\n" + " ".join(f"Sentence number {i} talks about item {i}." for i in range(12)) + "\n\n# B\n\nOther."
+    index = Index.build([{"id": "w.md", "text": text}], encoder, parent_tokens=())
+    tok = encoder.tokenizer
+    sentences = [h for h in index.leaves("w.md") if h.heading_path == ("A",)]  # "# A" is the section's first
+    assert len(sentences) == 13
+    for n in (5, 12, 30, 60, 400):
+        for hit in sentences[1::3]:
+            p = index.expand([hit], window_tokens=n).passages[0]
+            assert p.start <= hit.start and hit.end <= p.end and p.text == text[p.start:p.end]
+            assert p.token_count == tok.count(p.text)
+            assert p.token_count <= max(n, tok.count(hit.text))
+            inside = [s for s in sentences if p.start <= s.start and s.end <= p.end]
+            assert inside and p.start == inside[0].start and p.end == inside[-1].end
+            for s in sentences:  # a neighbour that would still fit was taken
+                if s.end == inside[0].start - 1 or s.start == inside[-1].end + 1:
+                    assert tok.count(text[min(s.start, p.start):max(s.end, p.end)]) > n
+    with pytest.raises(ValueError, match="window_tokens"):
+        index.expand(sentences[:1], window_tokens=0)
+
+
+def test_bm25_updates_in_place_like_a_fresh_build():
+    """Scores after removing and adding passages equal those of the remaining texts indexed anew."""
+    from chunkforge.index import _BM25
+
+    texts = ["the cat sat on the mat", "dogs bark at the mailman", "a cat and a dog", "ferns like shade",
+             "mailman delivers letters to the cat"]
+    live = _BM25()
+    ids = live.add(texts[:3])
+    live.remove(ids[1])
+    more = live.add(texts[3:])
+    fresh = _BM25()
+    fresh.add([texts[0], texts[2], *texts[3:]])
+    for q in ("cat", "mailman letters", "dog shade", "unknown words"):
+        got = live.scores(q)
+        assert got[ids[1]] == 0
+        np.testing.assert_allclose(got[[ids[0], ids[2], *more]], fresh.scores(q), rtol=1e-12)
+
+
+def test_hybrid_ranks_a_leaf_by_its_parents_words(encoder):
+    """A sentence without the question's rare word is found through its parent's BM25 score."""
+    docs = [{"id": f"d{i}.txt", "text": f"Report {i}. The committee met on a Tuesday. Nothing was decided."}
+            for i in range(6)]
+    docs.append({"id": "z.txt", "text": "Report on the zorblax grant. The committee met on a Tuesday. "
+                                        "It approved the budget."})
+    index = Index.build(docs, encoder, parent_tokens=(64,))
+    hybrid = index.search("what did the committee decide about zorblax?", k=3)
+    assert hybrid[0].doc_id == "z.txt"
+    assert any(h.doc_id == "z.txt" and "approved" in h.text for h in hybrid)

@@ -240,7 +240,7 @@ def test_inputs_jsonl_parquet_and_folders_with_column_names(tmp_path: Path, enco
         (lambda p: (p / "d.jsonl").write_text('{"id": 1, "text": "ok"}\n{"id": 2}\n'), ["d.jsonl"],
          'd.jsonl:2: record has no "text"'),
         (lambda p: pq.write_table(pa.table({"id": ["a"], "body": ["x"]}), p / "d.parquet"), ["d.parquet"],
-         "no text column 'text' (--text-column"),
+         'd.parquet:1: record has no "text"'),
         (lambda p: (p / "d.jsonl").write_text('{"text": "ok"}\n'), ["d.jsonl", "--max-tokens", "0"],
          "--max-tokens must be >= 1"),
         (lambda p: (p / "d.jsonl").write_text('{"text": "ok"}\n'), ["missing.jsonl"], "no such file or folder"),

@@ -12,7 +12,7 @@ and return chunks whose ``start``/``end`` index the source ``str`` exactly.
 from __future__ import annotations
 
 from . import _native
-from .chunk import Chunk
+from .chunk import Chunk, ChunkBatch, Chunks
 from .chunkers import (
     BaseChunker,
     BatchSpans,
@@ -65,6 +65,8 @@ __all__ = [
     "BaseChunker",
     "BatchSpans",
     "Chunk",
+    "ChunkBatch",
+    "Chunks",
     "CodeChunker",
     "ContextAwareChunker",
     "Encoder",

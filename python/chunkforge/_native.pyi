@@ -92,6 +92,7 @@ class Expander:
         docs: list[Any],
         passage_type: type[_T],
         window: int | None = None,
+        window_tokens: int | None = None,
         parent: bool = False,
         auto_merge: float | None = None,
         budget: int | None = None,

@@ -43,3 +43,74 @@ class Chunk:
     level: int | None = None
     children: tuple[str, ...] = ()
     embed_text: str | None = None
+
+
+# the columns of a chunk table, in Chunk's field order
+_COLUMNS = ("text", "start", "end", "token_count", "index", "heading_path", "kind", "context",
+            "id", "parent_id", "level", "children", "embed_text")
+
+
+def _arrow_schema(extra: tuple[tuple[str, object], ...] = ()) -> object:
+    import pyarrow as pa
+
+    types = {"text": pa.string(), "start": pa.int64(), "end": pa.int64(), "token_count": pa.int64(),
+             "index": pa.int64(), "heading_path": pa.list_(pa.string()), "kind": pa.string(),
+             "context": pa.string(), "id": pa.string(), "parent_id": pa.string(), "level": pa.int64(),
+             "children": pa.list_(pa.string()), "embed_text": pa.string()}
+    return pa.schema([*extra, *((name, types[name]) for name in _COLUMNS)])
+
+
+def _import_pyarrow() -> None:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError as exc:
+        raise ImportError('to_arrow() needs pyarrow: pip install "chunkforge[parquet]"') from exc
+
+
+class Chunks(list):
+    """The chunks of one document: a ``list`` of :class:`Chunk` that also converts
+    to a table, one row a chunk (``to_arrow()``, ``to_pandas()``).
+
+    >>> from chunkforge import RecursiveChunker
+    >>> table = RecursiveChunker(max_tokens=4).chunk("First paragraph.\\n\\nSecond one.").to_arrow()
+    >>> table.column("text").to_pylist(), table.column("start").to_pylist()
+    (['First paragraph.', 'Second one.'], [0, 18])
+    """
+
+    def to_arrow(self) -> object:
+        """A ``pyarrow.Table`` with a column per :class:`Chunk` field."""
+        _import_pyarrow()
+        import pyarrow as pa
+
+        rows = [{name: getattr(c, name) for name in _COLUMNS} for c in self]
+        return pa.Table.from_pylist(rows, schema=_arrow_schema())
+
+    def to_pandas(self) -> object:
+        """A ``pandas.DataFrame`` of :meth:`to_arrow`."""
+        return self.to_arrow().to_pandas()  # type: ignore[attr-defined]
+
+
+class ChunkBatch(list):
+    """The chunks of many documents: a ``list`` of :class:`Chunks` in input order
+    that converts to one table with a ``doc`` column (the input index), or
+    ``doc_id`` when ``doc_ids`` are given.
+
+    >>> from chunkforge import RecursiveChunker
+    >>> batch = RecursiveChunker(max_tokens=4).chunk_batch(["One. Two.", "Three."])
+    >>> batch.to_arrow(doc_ids=["a", "b"]).column("doc_id").to_pylist()
+    ['a', 'b']
+    """
+
+    def to_arrow(self, doc_ids: list[str] | None = None) -> object:
+        _import_pyarrow()
+        import pyarrow as pa
+
+        if doc_ids is not None and len(doc_ids) != len(self):
+            raise ValueError(f"doc_ids has {len(doc_ids)} entries for {len(self)} documents")
+        key, kind = ("doc", pa.int64()) if doc_ids is None else ("doc_id", pa.string())
+        rows = [{key: d if doc_ids is None else doc_ids[d], **{name: getattr(c, name) for name in _COLUMNS}}
+                for d, chunks in enumerate(self) for c in chunks]
+        return pa.Table.from_pylist(rows, schema=_arrow_schema(((key, kind),)))
+
+    def to_pandas(self, doc_ids: list[str] | None = None) -> object:
+        return self.to_arrow(doc_ids).to_pandas()  # type: ignore[attr-defined]

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
-import gzip
 import hashlib
 import importlib.util
 import itertools
@@ -28,15 +26,25 @@ import shutil
 import sys
 import tempfile
 import time
-import zlib
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, NamedTuple, TypeVar
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-from tqdm import tqdm
+from ._progress import progress
 
+from ._io import (
+    FOLDER_SUFFIXES,
+    Doc,
+    InputError,
+    check_paths,
+    read_documents,
+    read_records,
+    record_doc_id,
+    record_text,
+)
 from .chunk import Chunk
 from .chunkers import (
     CodeChunker,
@@ -49,40 +57,27 @@ from .chunkers import (
     node_id,
 )
 from .chunkers.markdown import syntax_for_path
+from .tokenizer import Tokenizer, as_tokenizer
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from .encoder import Encoder
 
-FOLDER_SUFFIXES = (".md", ".txt", ".rst", ".adoc")
 CODE_SUFFIXES = (".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx", ".rs", ".go", ".java")
 STRATEGIES = ("token", "recursive", "sentence", "markdown", "code", "hierarchical")
-JSONL_SUFFIXES = (".jsonl", ".jsonl.gz")
 BATCH_DOCS = 256
 BATCH_BYTES = 8 << 20
 PART_ROWS = 4096
-R = TypeVar("R")
-
-
-class InputError(Exception):
-    """Bad input; the message names the file (and line) at fault."""
-
-
-class Doc(NamedTuple):
-    """One document: its id for the output, its text and its size in bytes."""
-
-    doc_id: str | int
-    text: str
-    nbytes: int
 
 
 class ChunkRecord(NamedTuple):
-    """One chunk to embed: its id (``doc_id``, ``index``) and its text."""
+    """One chunk to embed: its id (``doc_id``, ``index``), its text and the whole record."""
 
     doc_id: str
     index: int
     text: str
+    fields: dict = {}
 
 
 @dataclass
@@ -96,14 +91,20 @@ class Totals:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``chunkforge`` argument parser."""
+    from . import __version__
+    from ._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS
+
     parser = argparse.ArgumentParser(prog="chunkforge", description="Native-accelerated text chunking for RAG.")
+    parser.add_argument("--version", action="version", version=f"chunkforge {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chunk = commands.add_parser(
         "chunk",
-        help="chunk files, folders and JSONL into JSON lines",
+        help="chunk files, folders, JSONL and Parquet into JSON lines",
         description="Chunk documents and write one JSON line per chunk: "
         '{"doc_id", "index", "start", "end", "token_count", "text", "heading_path", "kind", '
-        '"id", "parent_id", "level"} (or a Parquet file with those columns). "markdown" picks the '
+        '"id", "parent_id", "level", "context"} followed by the input record\'s other fields '
+        '(e.g. "source"), or a Parquet file with those columns (the record\'s fields as JSON in '
+        '"metadata"). A record\'s id is its "doc_id", else its "id". "markdown" picks the '
         "syntax from each name (.md Markdown, .rst reStructuredText, .txt/.adoc AsciiDoc titles), "
         '"code" the language from the extension; "hierarchical" writes every node of the tree.',
     )
@@ -111,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
         "paths",
         nargs="+",
         metavar="PATH",
-        help="a text file, a folder (its .md/.txt/.rst files, recursively) or a .jsonl/.jsonl.gz file",
+        help="a text file, a folder (its .md/.txt/.rst/.adoc files, recursively), a .jsonl/.jsonl.gz or "
+        ".parquet file of records, or - (JSONL records on stdin)",
     )
     chunk.add_argument(
         "--strategy",
@@ -125,7 +127,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N,N,...",
         help="token limits of the tree's levels for --strategy hierarchical (default 2048,512,128)",
     )
-    chunk.add_argument("--max-tokens", type=int, default=512, metavar="N", help="token limit per chunk (default 512)")
+    chunk.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="token limit per chunk (default: the --model's window, 254 for the default model, so that "
+        "`chunkforge embed` never truncates; 512 with --tokenizer)",
+    )
     chunk.add_argument(
         "--overlap",
         type=int,
@@ -133,35 +141,48 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="tokens repeated between chunks; sentences for --strategy sentence (default 0)",
     )
-    chunk.add_argument("--tokenizer", metavar="FILE", help="tokenizer.json to count with (default: all-MiniLM-L6-v2)")
-    chunk.add_argument(
-        "--out", metavar="FILE", help="output file, written atomically; .parquet for Parquet (default: stdout)"
+    counted_by = chunk.add_mutually_exclusive_group()
+    counted_by.add_argument(
+        "--model", metavar="DIR|default",
+        help="count with this model folder's tokenizer, up to its window (default: default, all-MiniLM-L6-v2)",
     )
+    counted_by.add_argument("--tokenizer", metavar="FILE", help="count with this tokenizer.json instead")
+    chunk.add_argument(
+        "--out", metavar="FILE", help="output file, written atomically; .parquet for Parquet; - for stdout (default)"
+    )
+    chunk.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
     chunk.add_argument("--threads", type=int, metavar="N", help="worker threads (default: all cores)")
     chunk.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
     embed = commands.add_parser(
         "embed",
         help="embed chunks (JSON lines) into vectors",
-        description="Embed the chunks of a JSONL file (as written by `chunkforge chunk`: one "
-        '{"doc_id", "index", "text"} record a line) into float32 vectors, in input order. '
-        "Resumes where it stopped when rerun after a crash.",
+        description="Embed the chunks of a JSONL or Parquet file (as written by `chunkforge chunk`: one "
+        '{"doc_id", "index", "text"} record each; the document id is "doc_id", else "id") into float32 '
+        "vectors, in input order. Resumes where it stopped when rerun after a crash.",
     )
-    embed.add_argument("path", metavar="CHUNKS.jsonl", help="chunk records (.jsonl or .jsonl.gz)")
+    embed.add_argument("path", metavar="CHUNKS", help="chunk records (.jsonl, .jsonl.gz, .parquet, or - for stdin)")
     embed.add_argument(
-        "--model", default="default", metavar="DIR|default", help="model folder, or `default` (all-MiniLM-L6-v2)"
+        "--model", default="default", metavar="DIR|default",
+        help="model folder (ONNX, or BERT safetensors converted once), or default (all-MiniLM-L6-v2)",
     )
     embed.add_argument(
         "--variant",
         choices=("optimized", "fp32", "int8", "fp16"),
         default="optimized",
-        help="graph variant of the default model (default optimized)",
+        help="graph variant when converting safetensors weights (default optimized)",
     )
     embed.add_argument(
         "--out",
         required=True,
         metavar="FILE",
-        help="vectors.parquet (doc_id, index, vector columns; needs pyarrow) or vectors.npy (rows in input order); "
-        "without a suffix .parquet when pyarrow is installed, else .npy",
+        help="vectors.parquet (doc_id, index, vector columns and --fields; needs pyarrow), vectors.npy (rows in "
+        "input order), or - (JSON lines on stdout, not resumable); without a suffix .parquet when pyarrow is "
+        "installed, else .npy",
+    )
+    embed.add_argument(
+        "--fields", metavar="NAME,...",
+        help="chunk record fields to store beside each vector (e.g. text,start,end,heading_path,source; "
+        "all: every field); Parquet or JSON lines",
     )
     embed.add_argument(
         "--on-overflow",
@@ -170,10 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="chunks longer than the model's max length: truncate with a warning (default), quietly, or stop",
     )
     embed.add_argument(
-        "--max-batch-tokens", type=int, metavar="N", help="padded tokens per batch (default: 1024 on CPU, 16384 on GPU)"
+        "--max-batch-tokens", type=int, metavar="N",
+        help=f"padded tokens per batch (default: {DEFAULT_CPU_BATCH_TOKENS} on CPU, {DEFAULT_GPU_BATCH_TOKENS} on GPU)",
     )
     embed.add_argument("--part-rows", type=int, default=PART_ROWS, metavar="N", help="chunks per resumable part")
     embed.add_argument("--threads", type=int, metavar="N", help="ONNX Runtime intra-op threads (default: all cores)")
+    embed.add_argument("--no-progress", action="store_true", help="no progress bars (shown only on a terminal)")
     embed.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
     from .eval import add_parser as add_eval_parser
 
@@ -192,8 +215,8 @@ class ChunkerSet:
     ``code`` one per syntax or language, picked from the document's name."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        self.strategy, self.tokenizer = args.strategy, args.tokenizer
-        self.max_tokens, self.overlap = args.max_tokens, args.overlap
+        self.strategy, self.tokenizer = args.strategy, chunk_tokenizer(args)
+        self.max_tokens, self.overlap = args.max_tokens, args.overlap  # max_tokens None: the tokenizer's window
         self.levels = parse_levels(args.levels) if args.strategy == "hierarchical" else ()
         self._cache: dict[str, object] = {}
         self.key("x.py" if args.strategy == "code" else "x.md")  # bad parameters fail before any input is read
@@ -247,6 +270,21 @@ class ChunkerSet:
         return out
 
 
+def chunk_tokenizer(args: argparse.Namespace) -> Tokenizer:
+    """The tokenizer of ``chunk``: ``--tokenizer FILE``, else ``--model``'s (the default
+    model's when not given), which knows the model's window (the default ``--max-tokens``)."""
+    try:
+        if args.tokenizer is not None:
+            return as_tokenizer(args.tokenizer)
+        if args.model in (None, "default"):
+            return Tokenizer.default_model()
+        return Tokenizer.from_pretrained(args.model)
+    except (OSError, ValueError, TypeError) as exc:
+        flag = "--tokenizer" if args.tokenizer is not None else "--model"
+        prefix = "" if args.tokenizer is not None else f"{flag} {args.model}: "
+        raise InputError(f"{prefix}{exc}") from exc
+
+
 def parse_levels(spec: str) -> tuple[int, ...]:
     """``"2048,512,128"`` as a tuple of ints."""
     try:
@@ -256,9 +294,11 @@ def parse_levels(spec: str) -> tuple[int, ...]:
 
 
 def chunk_record(doc: Doc, c: Chunk) -> dict:
-    """The output record of one chunk; plain chunks get the stable id of a level-0 node."""
+    """The output record of one chunk; plain chunks get the stable id of a level-0 node.
+    The document's metadata (its record's other fields, e.g. ``source``) follows the
+    chunk's fields; a metadata field named like a chunk field is dropped."""
     level = 0 if c.level is None else c.level
-    return {
+    record = {
         "doc_id": doc.doc_id,
         "index": c.index,
         "start": c.start,
@@ -270,112 +310,21 @@ def chunk_record(doc: Doc, c: Chunk) -> dict:
         "id": c.id or node_id(str(doc.doc_id), c.start, c.end, level),
         "parent_id": c.parent_id,
         "level": level,
+        "context": c.context,
     }
-
-
-def expand(paths: Iterable[str], suffixes: tuple[str, ...] = FOLDER_SUFFIXES) -> Iterator[str]:
-    """Input files: files as given, folders expanded to their files ending in one
-    of ``suffixes``, in sorted order."""
-    for path in paths:
-        if not os.path.isdir(path):
-            yield path
-            continue
-        root = Path(path)
-        found = sorted(p.relative_to(root) for p in root.rglob("*") if p.name.endswith(suffixes) and p.is_file())
-        yield from (os.path.join(path, rel) for rel in found)
-
-
-def read_text_file(path: str) -> Doc:
-    """A plain file as one document, its path as its id."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path} is not valid UTF-8 (byte {exc.start})") from exc
-    return Doc(path, text, len(data))
-
-
-def read_jsonl(path: str, parse: Callable[[str, int, bytes], R]) -> Iterator[R]:
-    """The records of a JSONL file (gzip when named ``.gz``), each ``parse(path, lineno, line)``;
-    blank lines are skipped."""
-    try:
-        with gzip.open(path) if path.endswith(".gz") else open(path, "rb") as lines:
-            for lineno, line in enumerate(lines, 1):
-                if line.strip():
-                    yield parse(path, lineno, line)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise InputError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from exc
-
-
-def parse_record(path: str, lineno: int, line: bytes, id_field: str = "id", text_field: str = "text") -> Doc:
-    """One JSONL line as a document (its id and text under ``id_field`` and ``text_field``);
-    the id defaults to ``"<path>:<line>"``."""
-    where = f"{path}:{lineno}"
-    record = json_object(where, line)
-    doc_id = record.get(id_field, where)
-    if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
-        raise InputError(f'{where}: "{id_field}" must be a string or an integer, not {type(doc_id).__name__}')
-    return Doc(doc_id, record_text(where, record, text_field), len(line))
-
-
-def parse_chunk_record(path: str, lineno: int, line: bytes) -> ChunkRecord:
-    """One chunk record; ``doc_id`` falls back to ``id`` then ``"<path>:<line>"``, ``index`` to 0."""
-    where = f"{path}:{lineno}"
-    record = json_object(where, line)
-    doc_id = record.get("doc_id", record.get("id", where))
-    if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
-        raise InputError(f'{where}: "doc_id" must be a string or an integer, not {type(doc_id).__name__}')
-    index = record.get("index", 0)
-    if isinstance(index, bool) or not isinstance(index, int):
-        raise InputError(f'{where}: "index" must be an integer, not {type(index).__name__}')
-    return ChunkRecord(str(doc_id), index, record_text(where, record))
-
-
-def json_object(where: str, line: bytes) -> dict:
-    """One JSONL line parsed as a JSON object."""
-    try:
-        record = json.loads(line)
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{where}: not valid UTF-8") from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{where}: not valid JSON ({exc.msg})") from exc
-    if not isinstance(record, dict):
-        raise InputError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    for key, value in doc.metadata.items():
+        record.setdefault(key, value)
     return record
 
 
-def record_text(where: str, record: dict, field: str = "text") -> str:
-    """The record's ``field`` (``"text"``): a string of valid Unicode."""
-    if field not in record:
-        raise InputError(f'{where}: record has no "{field}"')
-    return checked_text(where, f'"{field}"', record[field])
-
-
-def checked_text(where: str, name: str, text: object) -> str:
-    """``text`` when it is a string of valid Unicode; else InputError naming ``where`` and ``name``."""
-    if not isinstance(text, str):
-        raise InputError(f"{where}: {name} must be a string, not {type(text).__name__}")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InputError(f"{where}: {name} holds a lone surrogate (not valid Unicode)") from exc
-    return text
-
-
-def read_docs(
-    paths: Iterable[str], suffixes: tuple[str, ...] = FOLDER_SUFFIXES, id_field: str = "id", text_field: str = "text"
-) -> Iterator[Doc]:
-    """All documents of all inputs, lazily, in order; JSONL records keep their id and text
-    under ``id_field`` and ``text_field``."""
-    parse = functools.partial(parse_record, id_field=id_field, text_field=text_field)
-    for path in expand(paths, suffixes):
-        if path.endswith(JSONL_SUFFIXES):
-            yield from read_jsonl(path, parse)
-        else:
-            yield read_text_file(path)
+def parse_chunk_record(where: str, record: dict) -> ChunkRecord:
+    """One chunk record; its document id by the one rule (``doc_id``, else ``id``, else
+    ``"<path>:<line>"``), ``index`` 0 when absent."""
+    doc_id = record_doc_id(where, record, default=where)
+    index = record.get("index", 0)
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise InputError(f'{where}: "index" must be an integer, not {type(index).__name__}')
+    return ChunkRecord(str(doc_id), index, record_text(where, record), record)
 
 
 def batched(docs: Iterable[Doc], max_docs: int = BATCH_DOCS, max_bytes: int = BATCH_BYTES) -> Iterator[list[Doc]]:
@@ -407,7 +356,8 @@ class ChunkWriter:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        table = pa.Table.from_pylist([{**r, "doc_id": str(r["doc_id"])} for r in records], schema=chunk_schema())
+        schema = chunk_schema()
+        table = pa.Table.from_pylist([parquet_row(r, schema.names) for r in records], schema=schema)
         if self._writer is None:
             self._writer = pq.ParquetWriter(self.parquet, table.schema)
         self._writer.write_table(table)
@@ -423,6 +373,13 @@ class ChunkWriter:
             self._writer.close()
 
 
+def parquet_row(record: dict, names: list[str]) -> dict:
+    """A chunk record as a Parquet row: the document's metadata as one JSON text column."""
+    metadata = {k: v for k, v in record.items() if k not in names}
+    return {**record, "doc_id": str(record["doc_id"]),
+            "metadata": json.dumps(metadata, ensure_ascii=False) if metadata else None}
+
+
 def chunk_schema() -> pa.Schema:
     """The Parquet schema of chunk records."""
     import pyarrow as pa
@@ -432,6 +389,7 @@ def chunk_schema() -> pa.Schema:
             ("doc_id", pa.string()), ("index", pa.int64()), ("start", pa.int64()), ("end", pa.int64()),
             ("token_count", pa.int64()), ("text", pa.string()), ("heading_path", pa.list_(pa.string())),
             ("kind", pa.string()), ("id", pa.string()), ("parent_id", pa.string()), ("level", pa.int64()),
+            ("context", pa.string()), ("metadata", pa.string()),
         ]
     )
 
@@ -500,16 +458,11 @@ def run_chunk(args: argparse.Namespace) -> str:
     if args.threads is not None and args.threads < 1:
         raise InputError(f"--threads must be >= 1, got {args.threads}")
     chunkers = ChunkerSet(args)
-    for path in args.paths:
-        if not os.path.exists(path):
-            raise InputError(f"no such file or folder: {path}")
+    check_paths(args.paths)
     suffixes = CODE_SUFFIXES if args.strategy == "code" else FOLDER_SUFFIXES
     totals = Totals()
-    show = sys.stderr.isatty()
-    with open_chunk_writer(args.out) as writer, tqdm(
-        unit=" docs", file=sys.stderr, disable=not show, dynamic_ncols=True
-    ) as bar:
-        for batch in batched(read_docs(args.paths, suffixes)):
+    with open_chunk_writer(args.out) as writer, progress(False if args.no_progress else None, unit=" docs") as bar:
+        for batch in batched(read_documents(args.paths, suffixes)):
             records = [
                 chunk_record(doc, c) for doc, chunks in zip(batch, chunkers.chunks(batch, args.threads)) for c in chunks
             ]
@@ -523,17 +476,40 @@ def run_chunk(args: argparse.Namespace) -> str:
 
 
 def output_format(out: str) -> tuple[Path, str]:
-    """The ``--out`` path and its format (``parquet`` or ``npy``); a bare name gets
-    ``.parquet`` when pyarrow is installed, else ``.npy``."""
+    """The ``--out`` path and its format (``parquet``, ``npy``, or ``jsonl`` for ``-``: stdout);
+    a bare name gets ``.parquet`` when pyarrow is installed, else ``.npy``."""
+    if out == "-":
+        return Path(out), "jsonl"
     path = Path(out)
     if path.suffix not in (".parquet", ".npy"):
         if path.suffix:
-            raise InputError(f"--out {out}: expected a .parquet or .npy file")
+            raise InputError(f"--out {out}: expected a .parquet or .npy file, or - for JSON lines on stdout")
         path = path.with_name(path.name + (".parquet" if importlib.util.find_spec("pyarrow") else ".npy"))
     fmt = path.suffix[1:]
     if fmt == "parquet" and importlib.util.find_spec("pyarrow") is None:
         raise InputError(f"--out {out}: writing Parquet needs pyarrow (pip install pyarrow); or write .npy")
     return path, fmt
+
+
+def parse_fields(spec: str | None, fmt: str) -> list[str] | None:
+    """``--fields``: the chunk record fields to keep beside each vector (None: all of them)."""
+    if spec is None:
+        return []
+    if fmt == "npy":
+        raise InputError("--fields needs Parquet or JSON lines output (--out FILE.parquet or --out -), not .npy")
+    if spec.strip() == "all":
+        return None
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    if not names:
+        raise InputError(f"--fields must name fields (comma-separated) or be all, got {spec!r}")
+    return [name for name in names if name not in ("doc_id", "index")]
+
+
+def record_fields(record: ChunkRecord, fields: list[str] | None) -> dict:
+    """The fields of a chunk record kept beside its vector (absent ones: None)."""
+    if fields is None:
+        return {k: v for k, v in record.fields.items() if k not in ("doc_id", "index")}
+    return {name: record.fields.get(name) for name in fields}
 
 
 def load_encoder(args: argparse.Namespace) -> Encoder:
@@ -547,15 +523,19 @@ def load_encoder(args: argparse.Namespace) -> Encoder:
     try:
         from .encoder import Encoder
 
+        show = False if args.no_progress else None
         if args.model == "default":
-            return Encoder.default(args.variant, **options)
-        return Encoder.from_dir(args.model, **options)
+            encoder = Encoder.default(args.variant, show_progress=show, **options)
+        else:
+            encoder = Encoder.from_pretrained(args.model, variant=args.variant, show_progress=show, **options)
     except (ImportError, OSError, ValueError) as exc:
         raise InputError(f"--model {args.model}: {exc}") from exc
+    encoder.overflow_option = "--on-overflow {}"  # messages name the flag, not the Python keyword
+    return encoder
 
 
-def write_part(path: Path, part: list[ChunkRecord], vectors: np.ndarray, fmt: str) -> None:
-    """One part's vectors (and ids, for Parquet), written atomically."""
+def write_part(path: Path, part: list[ChunkRecord], vectors: np.ndarray, fmt: str, fields: list[str] | None) -> None:
+    """One part's vectors (and ids and ``fields``, for Parquet), written atomically."""
     with atomic_file(path) as tmp:
         if fmt == "npy":
             with open(tmp, "wb") as f:
@@ -563,17 +543,24 @@ def write_part(path: Path, part: list[ChunkRecord], vectors: np.ndarray, fmt: st
         else:
             import pyarrow.parquet as pq
 
-            pq.write_table(chunk_table(part, vectors), tmp)
+            pq.write_table(chunk_table(part, vectors, fields), tmp)
 
 
-def chunk_table(part: list[ChunkRecord], vectors: np.ndarray) -> pa.Table:
-    """A pyarrow table: ``doc_id`` string, ``index`` int64, ``vector`` fixed-size list of float32."""
+def chunk_table(part: list[ChunkRecord], vectors: np.ndarray, fields: list[str] | None = ()) -> pa.Table:
+    """A pyarrow table: ``doc_id`` string, ``index`` int64, the chunk record ``fields``
+    (types as pyarrow infers them), ``vector`` fixed-size list of float32."""
     import pyarrow as pa
 
     dim = vectors.shape[1]
     column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dim)
-    return pa.table({"doc_id": pa.array([r.doc_id for r in part], pa.string()),
-                     "index": pa.array([r.index for r in part], pa.int64()), "vector": column})
+    kept = pa.Table.from_pylist([record_fields(r, fields) for r in part]) if fields != () and part else None
+    columns = {"doc_id": pa.array([r.doc_id for r in part], pa.string()),
+               "index": pa.array([r.index for r in part], pa.int64())}
+    if kept is not None:
+        columns.update({name: kept.column(name) for name in kept.column_names})
+    elif fields:
+        columns.update({name: pa.nulls(len(part)) for name in fields})
+    return pa.table({**columns, "vector": column})
 
 
 def join_parts(parts: list[Path], out: Path, fmt: str, dim: int) -> None:
@@ -594,12 +581,21 @@ def join_parts(parts: list[Path], out: Path, fmt: str, dim: int) -> None:
             joined.flush()
             del joined
         else:
+            import pyarrow as pa
             import pyarrow.parquet as pq
 
-            schema = chunk_table([], np.zeros((0, dim), np.float32)).schema
+            schemas = [pq.read_schema(p) for p in parts] or [chunk_table([], np.zeros((0, dim), np.float32)).schema]
+            try:  # fields kept beside the vector: a column all null in one part takes its type from the others
+                schema = pa.unify_schemas(schemas, promote_options="permissive")
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                raise InputError(f"--fields: a field has different types in different chunks ({exc})") from exc
+            schema = pa.schema([f for f in schema if f.name != "vector"] + [schema.field("vector")])
             with pq.ParquetWriter(tmp, schema) as writer:
                 for p in parts:
-                    writer.write_table(pq.read_table(p))
+                    table = pq.read_table(p)
+                    writer.write_table(pa.Table.from_arrays(
+                        [table.column(f.name).cast(f.type) if f.name in table.column_names
+                         else pa.nulls(len(table), f.type) for f in schema], schema=schema))
 
 
 def part_digest(settings: str, part: list[ChunkRecord]) -> str:
@@ -612,13 +608,55 @@ def part_digest(settings: str, part: list[ChunkRecord]) -> str:
 
 def run_embed(args: argparse.Namespace) -> str:
     """The ``embed`` command; returns the summary line, raises InputError on bad input or arguments."""
-    if not os.path.isfile(args.path):
+    if args.path != "-" and not os.path.isfile(args.path):
         raise InputError(f"no such file: {args.path}")
     out, fmt = output_format(args.out)
+    fields = parse_fields(args.fields, fmt)
     encoder = load_encoder(args)
+    from .encoder import TruncationWarning
+
+    records = (parse_chunk_record(where, record) for where, record, _ in read_records(args.path))
+    with warnings.catch_warnings(record=True) as caught, progress(
+        False if args.no_progress else None, unit=" chunks", desc="embedding"
+    ) as bar:
+        warnings.simplefilter("always", TruncationWarning)
+
+        def embed(part: list[ChunkRecord], first: int) -> np.ndarray:
+            try:
+                vectors = encoder.embed([r.text for r in part], show_progress=bar)
+            except ValueError as exc:
+                raise InputError(f"{args.path}, chunks {first}-{first + len(part) - 1}: {exc}") from exc
+            for warning in caught:
+                print(f"chunkforge: warning: {args.path}, chunks {first}-{first + len(part) - 1}: "
+                      f"{warning.message}", file=sys.stderr)
+            caught.clear()
+            return vectors
+
+        if fmt == "jsonl":
+            return stream_embeddings(records, args.part_rows, embed, fields)
+        return embed_in_parts(args, out, fmt, encoder, records, embed, fields, bar)
+
+
+def stream_embeddings(records: Iterator[ChunkRecord], part_rows: int, embed: Callable, fields: list[str] | None) -> str:
+    """``--out -``: one JSON line a chunk on stdout (``doc_id``, ``index``, the kept fields, ``vector``)."""
+    count = 0
+    while part := list(itertools.islice(records, part_rows)):
+        vectors = embed(part, count)
+        sys.stdout.write("".join(
+            json.dumps({"doc_id": r.doc_id, "index": r.index, **(record_fields(r, fields) if fields != [] else {}),
+                        "vector": v.tolist()}, ensure_ascii=False) + "\n"
+            for r, v in zip(part, vectors)))
+        count += len(part)
+    sys.stdout.flush()
+    return f"{count} chunks embedded -> stdout"
+
+
+def embed_in_parts(args: argparse.Namespace, out: Path, fmt: str, encoder: Encoder, records: Iterator[ChunkRecord],
+                   embed: Callable, fields: list[str] | None, bar: Any) -> str:
+    """Resumable output: parts written atomically, reused on a rerun, then joined."""
     graph = encoder.graph.stat()
     settings = json.dumps([str(encoder.graph), graph.st_size, graph.st_mtime_ns, encoder.max_length,
-                           encoder.pooling, encoder.normalize, args.part_rows, fmt])
+                           encoder.pooling, encoder.normalize, args.part_rows, fmt, fields])
     parts_dir = out.with_name(out.name + ".parts")
     try:
         parts_dir.mkdir(exist_ok=True)
@@ -626,22 +664,15 @@ def run_embed(args: argparse.Namespace) -> str:
         raise InputError(f"cannot write --out {out}: {exc.strerror or exc}") from exc
     parts: list[Path] = []
     embedded = reused = 0
-    records = read_jsonl(args.path, parse_chunk_record)
-    with tqdm(unit=" chunks", file=sys.stderr, disable=not sys.stderr.isatty(), dynamic_ncols=True) as bar:
-        while part := list(itertools.islice(records, args.part_rows)):
-            path = parts_dir / f"part-{len(parts):06d}-{part_digest(settings, part)}.{fmt}"
-            if path.exists():
-                reused += len(part)
-            else:
-                try:
-                    vectors = encoder.embed([r.text for r in part])
-                except ValueError as exc:
-                    first = embedded + reused
-                    raise InputError(f"{args.path}, chunks {first}-{first + len(part) - 1}: {exc}") from exc
-                write_part(path, part, vectors, fmt)
-                embedded += len(part)
-            parts.append(path)
+    while part := list(itertools.islice(records, args.part_rows)):
+        path = parts_dir / f"part-{len(parts):06d}-{part_digest(settings, part)}.{fmt}"
+        if path.exists():
+            reused += len(part)
             bar.update(len(part))
+        else:
+            write_part(path, part, embed(part, embedded + reused), fmt, fields)
+            embedded += len(part)
+        parts.append(path)
     join_parts(parts, out, fmt, encoder.dim)
     shutil.rmtree(parts_dir)
     return f"{embedded + reused} chunks ({embedded} embedded, {reused} from an earlier run) -> {out}"

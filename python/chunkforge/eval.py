@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gzip
 import hashlib
 import importlib
 import json
@@ -45,7 +44,6 @@ import math
 import os
 import sqlite3
 import sys
-import zlib
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,6 +55,7 @@ import numpy as np
 from . import _native
 from .chunk import Chunk
 from .chunkers import MarkdownChunker, RecursiveChunker, SentenceChunker, TokenChunker
+from ._io import read_records, record_doc_id, record_metadata, record_text
 from .tokenizer import Tokenizer, as_tokenizer
 
 if TYPE_CHECKING:
@@ -104,23 +103,8 @@ class Query:
 
 
 def _records(path: str | os.PathLike[str]) -> Iterable[tuple[str, dict]]:
-    """``(where, object)`` for each non-blank line of a JSONL(.gz) file."""
-    path = str(path)
-    try:
-        with gzip.open(path) if path.endswith(".gz") else open(path, "rb") as lines:
-            for lineno, line in enumerate(lines, 1):
-                if not line.strip():
-                    continue
-                where = f"{path}:{lineno}"
-                try:
-                    record = json.loads(line)
-                except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                    raise DatasetError(f"{where}: not valid JSON ({getattr(exc, 'msg', exc)})") from exc
-                if not isinstance(record, dict):
-                    raise DatasetError(f"{where}: expected a JSON object, got {type(record).__name__}")
-                yield where, record
-    except (OSError, EOFError, zlib.error) as exc:
-        raise DatasetError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+    """``(where, object)`` for each record of a JSONL(.gz) or Parquet file (the one reader)."""
+    return ((where, record) for where, record, _ in read_records(str(path), error=DatasetError))
 
 
 def _field(where: str, record: dict, name: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
@@ -136,8 +120,9 @@ def _field(where: str, record: dict, name: str, kind: type | tuple[type, ...], d
 
 
 def load_corpus(path: str | os.PathLike[str]) -> list[Document]:
-    """Documents of a JSONL(.gz) corpus, one ``{"doc_id", "text", ...}`` a line (``"id"``
-    is accepted for ``"doc_id"``); other fields are metadata (``source`` is a slice).
+    """Documents of a JSONL(.gz) or Parquet corpus, one ``{"doc_id", "text", ...}`` a record
+    (the id rule of every command: ``"doc_id"``, else ``"id"``); other fields are metadata
+    (``source`` is a slice).
 
     >>> docs = load_corpus("tests/data/eval/corpus.jsonl")
     >>> docs[0].doc_id
@@ -146,17 +131,12 @@ def load_corpus(path: str | os.PathLike[str]) -> list[Document]:
     docs: list[Document] = []
     seen: dict[str, str] = {}
     for where, record in _records(path):
-        key = "doc_id" if "doc_id" in record or "id" not in record else "id"
-        doc_id = str(_field(where, record, key, (str, int)))
-        text = _field(where, record, "text", str)
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise DatasetError(f'{where}: "text" holds a lone surrogate') from exc
+        doc_id = str(record_doc_id(where, record, error=DatasetError))
+        text = record_text(where, record, error=DatasetError)
         if doc_id in seen:
             raise DatasetError(f"{where}: doc_id {doc_id!r} repeats {seen[doc_id]}")
         seen[doc_id] = where
-        meta = {k: v for k, v in record.items() if k not in (key, "text")}
+        meta = record_metadata(record)
         docs.append(Document(doc_id, text, meta))
     if not docs:
         raise DatasetError(f"{path}: no documents")
@@ -670,7 +650,7 @@ class Config:
         model = self.encoder.get("model", "default")
         if model == "default":
             return Encoder.default(self.encoder.get("variant", "optimized"), **options)
-        return Encoder.from_dir(model, **options)
+        return Encoder.from_pretrained(model, self.encoder.get("variant", "optimized"), **options)
 
 
 # ---------------------------------------------------------------- evaluate
@@ -979,13 +959,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--no-cache", action="store_true", help="embed everything, read and write no cache")
     p.add_argument("--out", metavar="PREFIX", help="write PREFIX.json, PREFIX.md and PREFIX.png (default: Markdown "
                    "on stdout)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
     p.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
 
 
 def run(args: argparse.Namespace) -> str:
     """The ``eval`` command; returns the summary line, raises the CLI's InputError on bad input."""
-    from tqdm import tqdm
-
+    from ._progress import progress
     from .cli import InputError, atomic_file
     from .onnx_export import cache_root
 
@@ -1007,8 +987,7 @@ def run(args: argparse.Namespace) -> str:
         raise InputError(str(exc)) from exc
     encoders: dict[str, Encoder] = {}
     results = []
-    show = sys.stderr.isatty()
-    with tqdm(total=len(configs), unit=" configs", file=sys.stderr, disable=not show, dynamic_ncols=True) as bar:
+    with progress(False if args.no_progress else None, total=len(configs), unit=" configs") as bar:
         for config in configs:
             bar.set_postfix_str(config.name, refresh=True)
             key = json.dumps(config.encoder, sort_keys=True)

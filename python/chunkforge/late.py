@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from . import _native
-from .chunk import Chunk
-from .chunkers._base import check_int
+from .chunk import Chunk, Chunks
+from .chunkers._base import check_int, rebuild
 from .tokenizer import _as_list
 
 if TYPE_CHECKING:
@@ -52,6 +52,15 @@ class LateChunks(NamedTuple):
 
     chunks: list[Chunk]
     vectors: np.ndarray
+
+    def to_arrow(self) -> Any:
+        """The chunks as a ``pyarrow.Table`` (see :meth:`Chunks.to_arrow`) with a ``vector`` column."""
+        import pyarrow as pa
+
+        table = Chunks(self.chunks).to_arrow()
+        dim = self.vectors.shape[1] if self.vectors.ndim == 2 else 0
+        vector = pa.FixedSizeListArray.from_arrays(pa.array(self.vectors.reshape(-1), pa.float32()), dim)
+        return table.append_column("vector", vector)
 
 
 class LateChunker:
@@ -184,6 +193,11 @@ class LateChunker:
             lo, hi = np.searchsorted(tok.window, [w, w + 1])
             start = tok.windows[w, 0]
             tok.vectors[lo:hi] = states[r, head + lo - start:head + hi - start]
+
+    def __reduce__(self) -> tuple:
+        """Pickles as its parameters (chunker and encoder re-created from their configuration)."""
+        params = {"chunker": self.chunker, "encoder": self.encoder, "window_overlap": self.window_overlap}
+        return (rebuild, (LateChunker, params))
 
     def __repr__(self) -> str:
         return f"LateChunker({self.chunker!r}, {self.encoder!r}, window_overlap={self.window_overlap})"

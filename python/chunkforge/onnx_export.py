@@ -56,8 +56,21 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "chunkforge"
 
 
-def ensure_variant(model_dir: str | os.PathLike[str], variant: str = "optimized", cache: Path | None = None) -> Path:
-    """Path of ``variant`` of the BERT model in ``model_dir``, converting on first use.
+# what each variant is made from, in order
+_CONVERSION_STEPS = {
+    "fp32": ("fp32",),
+    "optimized": ("fp32", "optimized"),
+    "fp16": ("fp32", "fp16"),
+    "int8": ("fp32", "optimized", "int8"),
+}
+
+
+def ensure_variant(
+    model_dir: str | os.PathLike[str], variant: str = "optimized", cache: Path | None = None,
+    show_progress: bool | None = None,
+) -> Path:
+    """Path of ``variant`` of the BERT model in ``model_dir``, converting on first use
+    (a progress bar of the conversion steps on a terminal, or as ``show_progress`` says).
 
     The cache key covers the weights file (size and modification time), the
     config and the converter version, so changed weights get a fresh conversion.
@@ -73,17 +86,44 @@ def ensure_variant(model_dir: str | os.PathLike[str], variant: str = "optimized"
     target = folder / f"model-{variant}.onnx"
     if target.is_file():
         return target
+    missing = [v for v in _CONVERSION_STEPS[variant] if not (folder / f"model-{v}.onnx").is_file()]
     folder.mkdir(parents=True, exist_ok=True)
-    if variant == "fp32":
-        model = build_bert_graph(weights, json.loads(config.read_text(encoding="utf-8")))
-        _write_atomic(target, lambda tmp: _save(model, tmp))
-    elif variant == "optimized":
-        _write_atomic(target, lambda tmp: optimize(ensure_variant(model_dir, "fp32", cache), tmp, config))
-    elif variant == "fp16":
-        _write_atomic(target, lambda tmp: optimize(ensure_variant(model_dir, "fp32", cache), tmp, config, fp16=True))
-    else:
-        _write_atomic(target, lambda tmp: quantize_int8(ensure_variant(model_dir, "optimized", cache), tmp, model_dir))
+    from ._progress import progress
+
+    with progress(show_progress, total=len(missing), unit=" steps",
+                  desc=f"converting {model_dir.name} to ONNX ({variant}, once)") as bar:
+        for step in missing:
+            bar.set_postfix_str(step)
+            path = folder / f"model-{step}.onnx"
+            if step == "fp32":
+                model = build_bert_graph(weights, json.loads(config.read_text(encoding="utf-8")))
+                _write_atomic(path, lambda tmp: _save(model, tmp))
+            elif step in ("optimized", "fp16"):
+                _write_atomic(path, lambda tmp: optimize(folder / "model-fp32.onnx", tmp, config, fp16=step == "fp16"))
+            else:
+                _write_atomic(path, lambda tmp: quantize_int8(folder / "model-optimized.onnx", tmp, model_dir))
+            bar.update()
     return target
+
+
+def check_convertible(model_dir: Path) -> None:
+    """Raises ``ValueError`` naming what ``model_dir/config.json`` describes unless it is a
+    BERT model this converter handles (``model_type`` "bert" with erf GELU)."""
+    path = model_dir / "config.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"missing config.json in model folder {model_dir}")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from exc
+    model_type, act = config.get("model_type"), config.get("hidden_act", "gelu")
+    if model_type != "bert" or act != "gelu":
+        arch = ", ".join(config.get("architectures") or []) or "unknown architecture"
+        raise ValueError(
+            f"{path} describes model_type={model_type!r} ({arch}), hidden_act={act!r}: chunkforge converts "
+            "BERT models with GELU only (model_type 'bert': all-MiniLM, bge, e5, gte); export this one to "
+            "ONNX yourself (e.g. `optimum-cli export onnx`) and load the folder with Encoder.from_dir"
+        )
 
 
 def build_bert_graph(weights: Path, config: dict) -> onnx.ModelProto:

@@ -58,20 +58,23 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from tqdm import tqdm
 
-from .cli import (
-    CODE_SUFFIXES,
+from ._io import (
     FOLDER_SUFFIXES,
-    JSONL_SUFFIXES,
-    ChunkerSet,
+    ID_KEYS,
+    PARQUET_SUFFIXES,
+    STDIN,
+    TEXT_KEY,
     Doc,
     InputError,
-    atomic_file,
-    checked_text,
+    check_paths,
     expand,
-    load_encoder,
-    node_id,
-    read_docs,
+    is_record_file,
+    read_records,
+    read_text_file,
+    record_doc_id,
+    record_text,
 )
+from .cli import CODE_SUFFIXES, ChunkerSet, atomic_file, load_encoder, node_id
 from .tokenizer import DEFAULT_TOKENIZER, Tokenizer
 
 if TYPE_CHECKING:
@@ -97,6 +100,7 @@ class JobSpec:
     (with the model's fingerprint), so changing one rebuilds the shards it affects.
 
     ``max_tokens=None`` is the encoder's window (``max_length`` minus special tokens);
+    ``id_column=None`` is chunkforge's id rule (``doc_id``, else ``id``, else ``"<path>:<line>"``);
     ``threads`` and ``max_batch_tokens`` change speed only."""
 
     model: str = "default"
@@ -106,8 +110,8 @@ class JobSpec:
     overlap: int = 0
     with_text: bool = False
     dtype: str = "float32"
-    id_column: str = "id"
-    text_column: str = "text"
+    id_column: str | None = None
+    text_column: str = TEXT_KEY
     on_overflow: str = "warn"
     max_batch_tokens: int | None = None
     threads: int | None = None
@@ -126,14 +130,15 @@ class JobSpec:
         if isinstance(self.overlap, bool) or not isinstance(self.overlap, int) or self.overlap < 0:
             raise InputError(f"overlap must be an integer >= 0, not {self.overlap!r}")
         for name in ("id_column", "text_column"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+            value = getattr(self, name)
+            if (value is not None or name == "text_column") and (not isinstance(value, str) or not value):
                 raise InputError(f"{name} must be a non-empty string")
 
     def encoder(self) -> Encoder:
         """The encoder this job embeds with."""
         return load_encoder(SimpleNamespace(model=self.model, variant=self.variant, on_overflow=self.on_overflow,
                                             max_batch_tokens=self.max_batch_tokens, threads=self.threads,
-                                            part_rows=None))
+                                            part_rows=None, no_progress=True))
 
     def chunker_config(self, encoder: Encoder) -> dict[str, Any]:
         """The chunker settings as recorded in the manifest (``max_tokens`` resolved)."""
@@ -147,7 +152,7 @@ class JobSpec:
         config = self.chunker_config(encoder)
         return ChunkerSet(SimpleNamespace(strategy=self.strategy, tokenizer=encoder.tokenizer,
                                           max_tokens=config["max_tokens"], overlap=self.overlap,
-                                          levels=""))
+                                          levels="", model=None))
 
 
 @dataclass
@@ -204,45 +209,36 @@ class Chunked(NamedTuple):
 def is_parquet(path: str) -> bool:
     """A Parquet file, or a folder holding Parquet files (read as one dataset)."""
     if os.path.isdir(path):
-        return any(p.name.endswith(PARQUET_SUFFIX) for p in Path(path).rglob("*") if p.is_file())
-    return path.endswith(PARQUET_SUFFIX)
+        return any(p.name.endswith(PARQUET_SUFFIXES) for p in Path(path).rglob("*") if p.is_file())
+    return path.endswith(PARQUET_SUFFIXES)
 
 
-def read_parquet_docs(path: str, id_column: str, text_column: str) -> Iterator[Doc]:
-    """The documents of a Parquet file or dataset, in file and row order; the id defaults to
-    ``"<path>:<row>"`` when the dataset has no ``id_column``."""
-    import pyarrow.dataset as ds
-
-    try:
-        dataset = ds.dataset(path, format="parquet")
-    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-        raise InputError(f"cannot read Parquet {path}: {exc}") from exc
-    names = dataset.schema.names
-    if text_column not in names:
-        raise InputError(f"{path}: no text column {text_column!r} (--text-column; columns: {', '.join(names)})")
-    columns = [text_column] + ([id_column] if id_column in names else [])
-    row = 0
-    for batch in dataset.to_batches(columns=columns, batch_size=1024):
-        texts = batch.column(0).to_pylist()
-        ids = batch.column(1).to_pylist() if len(columns) == 2 else [f"{path}:{row + i}" for i in range(len(texts))]
-        for i, (doc_id, text) in enumerate(zip(ids, texts)):
-            where = f"{path}:{row + i}"
-            if doc_id is None:
-                raise InputError(f"{where}: {id_column!r} is null")
-            text = checked_text(where, repr(text_column), text)
-            yield Doc(str(doc_id), text, len(text.encode("utf-8")))
-        row += len(texts)
+def input_files(inputs: Sequence[str], spec: JobSpec) -> Iterator[str]:
+    """The files of the inputs, in order: a folder of Parquet files gives its Parquet files,
+    any other folder its text files (source files for ``strategy="code"``)."""
+    suffixes = CODE_SUFFIXES if spec.strategy == "code" else FOLDER_SUFFIXES
+    for path in inputs:
+        yield from expand([path], PARQUET_SUFFIXES if os.path.isdir(path) and is_parquet(path) else suffixes)
 
 
 def read_inputs(inputs: Sequence[str], spec: JobSpec) -> Iterator[Doc]:
-    """All documents of all inputs, lazily and in order, ids as strings."""
-    suffixes = CODE_SUFFIXES if spec.strategy == "code" else FOLDER_SUFFIXES
-    for path in inputs:
-        if is_parquet(path):
-            yield from read_parquet_docs(path, spec.id_column, spec.text_column)
-        else:
-            for doc in read_docs([path], suffixes, spec.id_column, spec.text_column):
-                yield doc if isinstance(doc.doc_id, str) else doc._replace(doc_id=str(doc.doc_id))
+    """All documents of all inputs, lazily and in order, ids as strings: chunkforge's reader
+    (``chunkforge._io``), the id and text taken from ``spec.id_column``/``spec.text_column``."""
+    for name in input_files(inputs, spec):
+        if not is_record_file(name):
+            yield read_text_file(name)
+            continue
+        for where, record, nbytes in read_records(name):
+            if spec.text_column != TEXT_KEY:
+                if spec.text_column not in record:
+                    raise InputError(f'{where}: record has no "{spec.text_column}" (--text-column)')
+                record = {**record, TEXT_KEY: record[spec.text_column]}
+            if spec.id_column is not None:
+                record = {k: v for k, v in record.items() if k not in ID_KEYS}
+                if spec.id_column in record:
+                    record[ID_KEYS[0]] = record[spec.id_column]
+            text = record_text(where, record)
+            yield Doc(str(record_doc_id(where, record, default=where)), text, nbytes or len(text.encode("utf-8")))
 
 
 def count_docs(inputs: Sequence[str], spec: JobSpec) -> int:
@@ -251,19 +247,18 @@ def count_docs(inputs: Sequence[str], spec: JobSpec) -> int:
     import gzip
 
     total = 0
-    suffixes = CODE_SUFFIXES if spec.strategy == "code" else FOLDER_SUFFIXES
-    for path in inputs:
-        if is_parquet(path):
-            import pyarrow.dataset as ds
+    if STDIN in inputs:  # read once, by the job
+        raise ValueError("no count of stdin")
+    for name in input_files(inputs, spec):
+        if name.endswith(PARQUET_SUFFIXES):
+            import pyarrow.parquet as pq
 
-            total += ds.dataset(path, format="parquet").count_rows()
-            continue
-        for name in expand([path], suffixes):
-            if not name.endswith(JSONL_SUFFIXES):
-                total += 1
-                continue
+            total += pq.ParquetFile(name).metadata.num_rows
+        elif is_record_file(name):
             with gzip.open(name) if name.endswith(".gz") else open(name, "rb") as f:
                 total += sum(1 for line in f if line.strip())
+        else:
+            total += 1
     return total
 
 
@@ -664,9 +659,7 @@ def run(
     paths = [os.fspath(p) for p in inputs]
     if not paths:
         raise InputError("no inputs given")
-    for path in paths:
-        if not os.path.exists(path):
-            raise InputError(f"no such file or folder: {path}")
+    check_paths(paths)
     try:
         import pyarrow  # noqa: F401
     except ImportError as exc:
@@ -830,7 +823,7 @@ def add_parser(commands: Any) -> None:
     )
     cmd.add_argument("paths", nargs="+", metavar="DOCS",
                      help="a text file, a folder (its .md/.txt/.rst/.adoc files), a .jsonl/.jsonl.gz file, "
-                     "or a Parquet file or folder of Parquet files")
+                     "a Parquet file or folder of Parquet files, or - (JSONL on stdin)")
     cmd.add_argument("--out", required=True, metavar="DATASET", help="dataset folder (created, or updated in place)")
     cmd.add_argument("--model", default="default", metavar="DIR|default",
                      help="model folder, or `default` (all-MiniLM-L6-v2)")
@@ -841,8 +834,8 @@ def add_parser(commands: Any) -> None:
                      help="token limit per chunk (default: the model's window, 254 for all-MiniLM-L6-v2)")
     cmd.add_argument("--overlap", type=int, default=0, metavar="N",
                      help="tokens repeated between chunks; sentences for --strategy sentence (default 0)")
-    cmd.add_argument("--id-column", default="id", metavar="NAME",
-                     help="document id field of JSONL records and Parquet rows (default id)")
+    cmd.add_argument("--id-column", metavar="NAME",
+                     help="document id field of JSONL records and Parquet rows (default: doc_id, else id)")
     cmd.add_argument("--text-column", default="text", metavar="NAME",
                      help="document text field of JSONL records and Parquet rows (default text)")
     cmd.add_argument("--with-text", action="store_true", help="store each chunk's text in the rows")

@@ -24,7 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .cli import Doc, InputError
+from ._io import ID_KEYS, Doc, InputError
 from .pipeline import JobSpec, Planned, Progress, ShardBuilder, ShardStats, shard_entry, shard_stats
 
 if TYPE_CHECKING:
@@ -52,8 +52,14 @@ class ChunkRows:
         self.builder = ShardBuilder(self.spec, "", vectors="")
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        docs = [Doc(str(i), t, len(t)) for i, t in zip(batch.column(self.spec.id_column).to_pylist(),
-                                                       batch.column(self.spec.text_column).to_pylist())]
+        names = batch.column_names
+        id_column = self.spec.id_column or next((k for k in ID_KEYS if k in names), None)
+        texts = batch.column(self.spec.text_column).to_pylist()
+        ids = batch.column(id_column).to_pylist() if id_column in names else [None] * len(texts)
+        if any(i is None for i in ids) or any(not isinstance(t, str) for t in texts):
+            raise InputError(f"every document needs a text ({self.spec.text_column!r}) and an id "
+                             f"({id_column or ' or '.join(ID_KEYS)!r}); columns: {', '.join(names)}")
+        docs = [Doc(str(i), t, len(t)) for i, t in zip(ids, texts)]
         table, _, _ = self.builder.embed(self.builder.chunk(docs), use_cache=False)
         return table.replace_schema_metadata(None)
 

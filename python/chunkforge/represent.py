@@ -26,8 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .chunk import Chunk
-from .chunkers._base import check_int
+from .chunk import Chunk, ChunkBatch, Chunks
+from .chunkers._base import check_int, rebuild
 from .tokenizer import _as_list
 
 DEFAULT_TEMPLATE = "{title} > {heading_path}\n\n{context}\n\n{text}"
@@ -99,7 +99,7 @@ def with_embed_text(chunks: Iterable[Chunk], title: str | None = None, template:
     ['Doc\\n\\nHi.']
     """
     _parse(template)
-    return [dataclasses.replace(c, embed_text=render(c, title, template)) for c in chunks]
+    return Chunks(dataclasses.replace(c, embed_text=render(c, title, template)) for c in chunks)
 
 
 class ContextAwareChunker:
@@ -164,7 +164,7 @@ class ContextAwareChunker:
         titles = [None] * len(texts) if titles is None else list(titles)
         if len(titles) != len(texts):
             raise ValueError(f"titles must hold one title per text: {len(titles)} for {len(texts)} texts")
-        return [self.chunk(t, title) for t, title in zip(texts, titles)]
+        return ChunkBatch(self.chunk(t, title) for t, title in zip(texts, titles))
 
     def _chunker(self, budget: int) -> Any:
         params = self.chunker._params()
@@ -176,6 +176,12 @@ class ContextAwareChunker:
         if params.get("min_tokens", 0) > budget:
             params["min_tokens"] = budget
         return type(self.chunker)(**params)
+
+    def __reduce__(self) -> tuple:
+        """Pickles as its parameters (the wrapped chunker re-created from its own)."""
+        params = {"chunker": self.chunker, "max_tokens": self.max_tokens, "reserve_tokens": self.reserve_tokens,
+                  "template": self.template}
+        return (rebuild, (ContextAwareChunker, params))
 
     def __repr__(self) -> str:
         return (f"ContextAwareChunker({self.chunker!r}, max_tokens={self.max_tokens}, "

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import _native
-from .chunk import Chunk
-from .chunkers._base import check_int, check_min_tokens
+from .chunk import Chunk, ChunkBatch, Chunks
+from .chunkers._base import check_int, check_min_tokens, default_max_tokens, rebuild
 from .chunkers.recursive import RecursiveChunker
 from .tokenizer import _as_list
 
@@ -55,7 +55,7 @@ class SemanticChunker:
     def __init__(
         self,
         encoder: Encoder,
-        max_tokens: int = 512,
+        max_tokens: int | None = None,
         min_tokens: int | None = None,
         threshold: float | str = "p95",
         window: int = 1,
@@ -64,7 +64,7 @@ class SemanticChunker:
             raise TypeError(f"encoder must be a chunkforge.Encoder, not {type(encoder).__name__}")
         self.encoder = encoder
         self.tokenizer = encoder.tokenizer
-        self.max_tokens = check_int("max_tokens", max_tokens, 1)
+        self.max_tokens = check_int("max_tokens", default_max_tokens(self.tokenizer, max_tokens), 1)
         self.min_tokens = self.max_tokens // 16 if min_tokens is None else check_min_tokens(min_tokens, self.max_tokens)
         self.window = check_int("window", window, 1)
         if isinstance(threshold, str):
@@ -90,7 +90,7 @@ class SemanticChunker:
                 raise TypeError(f"texts[{i}] must be a str, not {type(text).__name__}")
         sentences = [_native.split_sentences(t) for t in texts]
         distances = self.distances_batch(texts, sentences)
-        return [self._chunks(t, s, d) for t, s, d in zip(texts, sentences, distances)]
+        return ChunkBatch(self._chunks(t, s, d) for t, s, d in zip(texts, sentences, distances))
 
     def distances_batch(self, texts: list[str], sentences: list[list[tuple[int, int]]]) -> list[np.ndarray]:
         """Per document the ``1 - cos`` distance at each of its sentence boundaries
@@ -125,7 +125,7 @@ class SemanticChunker:
 
     def _chunks(self, text: str, sents: list[tuple[int, int]], dist: np.ndarray) -> list[Chunk]:
         if not sents:
-            return []
+            return Chunks()
         counter = self.tokenizer.span_counter(text)
         if isinstance(self.threshold, str):
             cut = float(np.percentile(dist, float(self.threshold[1:]))) if len(dist) else 0.0
@@ -136,7 +136,7 @@ class SemanticChunker:
         for a, b in zip([0, *cuts], [*cuts, len(sents)]):
             self._fit(text, sents, dist, a, b, counter, pieces)
         self._merge_small(pieces, counter)
-        return [Chunk(text[s:e], s, e, n, i) for i, (s, e, n, _) in enumerate(pieces)]
+        return Chunks(Chunk(text[s:e], s, e, n, i) for i, (s, e, n, _) in enumerate(pieces))
 
     def _fit(self, text: str, sents: list[tuple[int, int]], dist: np.ndarray, a: int, b: int,
              counter: _native.SpanCounter, out: list[list]) -> None:
@@ -178,6 +178,12 @@ class SemanticChunker:
                 return
             _, lo, n = best
             pieces[lo:lo + 2] = [[pieces[lo][0], pieces[lo + 1][1], n, pieces[lo + 1][3]]]
+
+    def __reduce__(self) -> tuple:
+        """Pickles as its parameters (the encoder re-created from its configuration)."""
+        params = {"encoder": self.encoder, "max_tokens": self.max_tokens, "min_tokens": self.min_tokens,
+                  "threshold": self.threshold, "window": self.window}
+        return (rebuild, (SemanticChunker, params))
 
     def __repr__(self) -> str:
         return (f"SemanticChunker({self.encoder!r}, max_tokens={self.max_tokens}, min_tokens={self.min_tokens}, "

@@ -13,6 +13,8 @@ import numpy as np
 from . import _native
 
 DEFAULT_TOKENIZER = "all-MiniLM-L6-v2.tokenizer.json"
+DEFAULT_MODEL_MAX_LENGTH = 256
+"""Tokens the default model (all-MiniLM-L6-v2, whose tokenizer is shipped) takes, special ones included."""
 
 
 class Encoding(NamedTuple):
@@ -31,9 +33,28 @@ class Tokenizer:
     4
     """
 
-    def __init__(self, native: _native.Tokenizer, source: str) -> None:
+    def __init__(
+        self, native: _native.Tokenizer, source: str, json: str | None = None, window: int | None = None
+    ) -> None:
         self._native = native
         self.source = source
+        # the tokenizer.json text when not read from a file: what a pickle carries
+        self._json = json
+        #: tokens of text the model using this tokenizer takes (an encoder's
+        #: ``max_length`` minus its special tokens); chunkers default to it. None: unknown.
+        self.window = window
+
+    def with_window(self, window: int | None) -> Tokenizer:
+        """The same tokenizer (sharing its native state) with ``window`` set."""
+        return Tokenizer(self._native, self.source, self._json, window)
+
+    def __reduce__(self) -> tuple:
+        """Pickles as the tokenizer's JSON (the default tokenizer by name), so that
+        worker processes (multiprocessing, Ray, Spark, Dask) get an equal tokenizer."""
+        if self._native is _default_tokenizer()._native:
+            return (_unpickle, (None, self.source, self.window))
+        json = self._json if self._json is not None else Path(self.source).read_text(encoding="utf-8")
+        return (_unpickle, (json, self.source, self.window))
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> Tokenizer:
@@ -47,16 +68,33 @@ class Tokenizer:
 
     @classmethod
     def from_pretrained(cls, model_dir: str | os.PathLike[str]) -> Tokenizer:
-        """Loads ``tokenizer.json`` from a model folder (Hugging Face layout)."""
+        """Loads ``tokenizer.json`` from a model folder (Hugging Face layout); its
+        ``window`` (what chunkers default to) is the model's length (sentence-transformers'
+        ``max_seq_length``, else ``max_position_embeddings`` up to 512) minus special tokens."""
         path = Path(model_dir) / "tokenizer.json"
         if not path.exists():
             raise FileNotFoundError(f"no tokenizer.json in model folder {model_dir}")
-        return cls.from_file(path)
+        tokenizer = cls.from_file(path)
+        max_length = model_max_length(Path(model_dir))
+        return tokenizer if max_length is None else tokenizer.with_window(max_length - tokenizer.special_token_count)
+
+    @classmethod
+    def default_model(cls) -> Tokenizer:
+        """The default tokenizer with the default model's window (254 tokens: what
+        ``Encoder.default()`` takes besides ``[CLS]``/``[SEP]``), without loading the model."""
+        tokenizer = _default_tokenizer()
+        return tokenizer.with_window(DEFAULT_MODEL_MAX_LENGTH - tokenizer.special_token_count)
+
+    @property
+    def special_token_count(self) -> int:
+        """How many special tokens the model adds around a text (2 for ``[CLS] ... [SEP]``)."""
+        prefix, suffix = self._native.special_tokens()
+        return len(prefix) + len(suffix)
 
     @classmethod
     def from_str(cls, json: str) -> Tokenizer:
         """Loads a tokenizer from the JSON text of a ``tokenizer.json``."""
-        return cls(_native.Tokenizer.from_str(json), "<string>")
+        return cls(_native.Tokenizer.from_str(json), "<string>", json)
 
     @classmethod
     def from_tokenizers(cls, tokenizer: Any) -> Tokenizer:
@@ -64,7 +102,8 @@ class Tokenizer:
         to_str = getattr(tokenizer, "to_str", None)
         if to_str is None:
             raise TypeError(f"tokenizer must be a tokenizers.Tokenizer, not {type(tokenizer).__name__}")
-        return cls(_native.Tokenizer.from_str(to_str()), f"<{type(tokenizer).__name__}>")
+        json = to_str()
+        return cls(_native.Tokenizer.from_str(json), f"<{type(tokenizer).__name__}>", json)
 
     @classmethod
     def default(cls) -> Tokenizer:
@@ -103,19 +142,49 @@ class Tokenizer:
         return f"Tokenizer({self.source!r})"
 
 
+def model_max_length(folder: Path) -> int | None:
+    """Tokens a model folder's model takes, special ones included: sentence-transformers'
+    ``max_seq_length``, else ``max_position_embeddings`` (at most 512), else None."""
+    import json
+
+    def read(name: str) -> dict:
+        path = folder / name
+        try:
+            return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"cannot read {path}: {exc}") from exc
+
+    sbert = read("sentence_bert_config.json")
+    if "max_seq_length" in sbert:
+        return int(sbert["max_seq_length"])
+    limit = read("config.json").get("max_position_embeddings")
+    return min(limit, 512) if isinstance(limit, int) else None
+
+
 @functools.cache
 def _default_tokenizer() -> Tokenizer:
     data = resources.files("chunkforge") / "data" / DEFAULT_TOKENIZER
     return Tokenizer(_native.Tokenizer.from_str(data.read_text(encoding="utf-8")), DEFAULT_TOKENIZER)
 
 
+def _unpickle(json: str | None, source: str, window: int | None) -> Tokenizer:
+    """A pickled :class:`Tokenizer` again (``json`` None: the default tokenizer)."""
+    if json is None:
+        default = _default_tokenizer()
+        return default if window is None else default.with_window(window)
+    return Tokenizer(_native.Tokenizer.from_str(json), source, json, window)
+
+
 def as_tokenizer(tokenizer: Any) -> Tokenizer:
     """Accepts a Tokenizer, a path to a tokenizer.json or model folder, a
-    ``tokenizers.Tokenizer``, or None for the default tokenizer."""
+    ``tokenizers.Tokenizer``, an encoder (its tokenizer, which knows the encoder's
+    window), or None for the default tokenizer."""
     if tokenizer is None:
         return Tokenizer.default()
     if isinstance(tokenizer, Tokenizer):
         return tokenizer
+    if isinstance(getattr(tokenizer, "tokenizer", None), Tokenizer) and hasattr(tokenizer, "max_length"):
+        return tokenizer.tokenizer
     if isinstance(tokenizer, (str, os.PathLike)):
         path = Path(tokenizer)
         return Tokenizer.from_pretrained(path) if path.is_dir() else Tokenizer.from_file(path)
@@ -123,7 +192,7 @@ def as_tokenizer(tokenizer: Any) -> Tokenizer:
         return Tokenizer.from_tokenizers(tokenizer)
     raise TypeError(
         "tokenizer must be a chunkforge.Tokenizer, a path to tokenizer.json, "
-        f"a tokenizers.Tokenizer or None, not {type(tokenizer).__name__}"
+        f"a tokenizers.Tokenizer, an Encoder or None, not {type(tokenizer).__name__}"
     )
 
 

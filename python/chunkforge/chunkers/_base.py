@@ -8,7 +8,7 @@ from typing import Any, Iterable, NamedTuple
 import numpy as np
 
 from .. import _native
-from ..chunk import Chunk
+from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import Tokenizer, _as_list, as_tokenizer
 
 
@@ -19,6 +19,10 @@ class Spans(NamedTuple):
     end: np.ndarray
     token_count: np.ndarray
 
+    def to_arrow(self) -> Any:
+        """A ``pyarrow.Table`` of the columns (zero-copy)."""
+        return _columns_table(self)
+
 
 class BatchSpans(NamedTuple):
     """Chunks of many documents as columns; ``doc`` is the input index."""
@@ -28,6 +32,18 @@ class BatchSpans(NamedTuple):
     end: np.ndarray
     token_count: np.ndarray
 
+    def to_arrow(self) -> Any:
+        """A ``pyarrow.Table`` of the columns (zero-copy); ``doc`` is the input index."""
+        return _columns_table(self)
+
+
+def _columns_table(columns: NamedTuple) -> Any:
+    try:
+        import pyarrow as pa
+    except ImportError as exc:
+        raise ImportError('to_arrow() needs pyarrow: pip install "chunkforge[parquet]"') from exc
+    return pa.table({name: pa.array(np.asarray(col)) for name, col in zip(columns._fields, columns)})
+
 
 def check_int(name: str, value: Any, minimum: int) -> int:
     """``value`` as an int ``>= minimum``; errors name the parameter."""
@@ -36,6 +52,17 @@ def check_int(name: str, value: Any, minimum: int) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return int(value)
+
+
+DEFAULT_MAX_TOKENS = 512
+
+
+def default_max_tokens(tokenizer: Tokenizer, max_tokens: int | None) -> Any:
+    """``max_tokens``, else the window of the encoder the tokenizer belongs to (its
+    ``max_length`` minus special tokens, so that its chunks are never truncated), else 512."""
+    if max_tokens is not None:
+        return max_tokens
+    return tokenizer.window or DEFAULT_MAX_TOKENS
 
 
 def check_min_tokens(min_tokens: Any, max_tokens: int) -> int:
@@ -53,20 +80,20 @@ class BaseChunker:
     max_tokens: int
     _native: _native.Chunker
 
-    def __init__(self, tokenizer: Any, max_tokens: int, overlap: int) -> None:
+    def __init__(self, tokenizer: Any, max_tokens: int | None, overlap: int) -> None:
         self.tokenizer = as_tokenizer(tokenizer)
-        self.max_tokens = check_int("max_tokens", max_tokens, 1)
+        self.max_tokens = check_int("max_tokens", default_max_tokens(self.tokenizer, max_tokens), 1)
         self.overlap = check_int("overlap", overlap, 0)
         if self.overlap >= self.max_tokens:
             raise ValueError(f"overlap ({overlap}) must be smaller than max_tokens ({max_tokens})")
 
     def chunk(self, text: str) -> list[Chunk]:
-        """Chunks one document."""
+        """Chunks one document (a list that also has ``to_arrow()``)."""
         start, end, count = self._native.spans(text)
-        return [
+        return Chunks(
             Chunk(text[s:e], s, e, n, i)
             for i, (s, e, n) in enumerate(zip(start.tolist(), end.tolist(), count.tolist()))
-        ]
+        )
 
     __call__ = chunk
 
@@ -74,7 +101,7 @@ class BaseChunker:
         """Chunks many documents in parallel (GIL released); output in input order."""
         texts = _as_list(texts)
         doc, start, end, count = self.spans_batch(texts, threads=threads)
-        out: list[list[Chunk]] = [[] for _ in texts]
+        out: list[list[Chunk]] = ChunkBatch(Chunks() for _ in texts)
         for d, s, e, n in zip(doc.tolist(), start.tolist(), end.tolist(), count.tolist()):
             chunks = out[d]
             chunks.append(Chunk(texts[d][s:e], s, e, n, len(chunks)))
@@ -94,5 +121,16 @@ class BaseChunker:
         params = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
         return f"{type(self).__name__}({params})"
 
+    def __reduce__(self) -> tuple:
+        """Pickles as the class and its parameters: unpickling builds it again."""
+        return (rebuild, (type(self), self._params()))
+
     def _params(self) -> dict[str, Any]:
+        """The keyword arguments that build an equal chunker."""
         return {"tokenizer": self.tokenizer, "max_tokens": self.max_tokens, "overlap": self.overlap}
+
+
+def rebuild(cls: type, params: dict[str, Any]) -> Any:
+    """``cls(**params)``: how chunkers (and encoders) unpickle, re-created from their
+    configuration rather than from their native state."""
+    return cls(**params)

@@ -10,7 +10,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..chunk import Chunk
+from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import _as_list
 from ._base import BaseChunker, BatchSpans, Spans, check_int
 from .recursive import RecursiveChunker
@@ -199,7 +199,7 @@ class CodeChunker(BaseChunker):
         self,
         tokenizer: Any = None,
         language: str | None = None,
-        max_tokens: int = 512,
+        max_tokens: int | None = None,
         include_imports: bool = False,
     ) -> None:
         super().__init__(tokenizer, max_tokens, 0)
@@ -221,7 +221,7 @@ class CodeChunker(BaseChunker):
         pieces = layout.pieces()
         imports = layout.imports() if self.include_imports else []
         import_text = "\n".join(text[s:e] for s, e in imports)
-        chunks = []
+        chunks = Chunks()
         for i, p in enumerate(pieces):
             context = list(p.context)
             if import_text and not any(s < p.end and p.start < e for s, e in imports):
@@ -238,7 +238,7 @@ class CodeChunker(BaseChunker):
         ``threads`` is only checked: files are chunked one after another."""
         if threads is not None:
             check_int("threads", threads, 1)
-        return [self.chunk(t) for t in _as_list(texts)]
+        return ChunkBatch(self.chunk(t) for t in _as_list(texts))
 
     def spans(self, text: str) -> Spans:
         """Chunk spans of one file as numpy columns."""

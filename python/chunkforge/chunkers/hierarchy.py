@@ -6,9 +6,9 @@ import dataclasses
 import hashlib
 from typing import Any, Callable, Sequence
 
-from ..chunk import Chunk
+from ..chunk import Chunk, Chunks
 from ..tokenizer import as_tokenizer
-from ._base import check_int
+from ._base import check_int, rebuild
 from .recursive import RecursiveChunker
 
 
@@ -87,7 +87,7 @@ class HierarchicalChunker:
 
         for chunk in self._chunkers[0].chunk(text):
             visit(chunk, 0, None)
-        return nodes
+        return Chunks(nodes)
 
     __call__ = chunk
 
@@ -113,6 +113,10 @@ class HierarchicalChunker:
             if b.start < a.end:
                 raise ValueError(f"base chunker {self._chunkers[level]!r} made overlapping chunks; use overlap=0")
         return children
+
+    def __reduce__(self) -> tuple:
+        """Pickles as its parameters (``base`` must be picklable: a class or a module-level function)."""
+        return (rebuild, (HierarchicalChunker, {"tokenizer": self.tokenizer, "levels": self.levels, "base": self.base}))
 
     def __repr__(self) -> str:
         return f"HierarchicalChunker(tokenizer={self.tokenizer!r}, levels={self.levels!r}, base={self.base!r})"

@@ -7,7 +7,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .. import _native
-from ..chunk import Chunk
+from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import _as_list
 from ._base import BaseChunker, BatchSpans, Spans, check_int, check_min_tokens
 
@@ -40,7 +40,8 @@ class MarkdownChunker(BaseChunker):
     they fit (else splits them at blank lines, then lines), and keeps a list
     with the paragraph that introduces it when the budget allows. A lone
     heading, and any chunk under ``min_tokens``, merges into a neighbour of its
-    section when the union fits. Markdown is parsed by ``pulldown-cmark``
+    section when the union fits. ``overlap`` works as in
+    :class:`RecursiveChunker`, within a section. Markdown is parsed by ``pulldown-cmark``
     (CommonMark + GFM tables; YAML front matter is metadata, not chunked);
     ``syntax="rst"`` / ``"asciidoc"`` recognise those formats' section titles.
 
@@ -53,7 +54,7 @@ class MarkdownChunker(BaseChunker):
     def __init__(
         self,
         tokenizer: Any = None,
-        max_tokens: int = 512,
+        max_tokens: int | None = None,
         min_tokens: int = 0,
         overlap: int = 0,
         syntax: str = "markdown",
@@ -93,11 +94,11 @@ class MarkdownChunker(BaseChunker):
     def chunk_batch(self, texts: Iterable[str], threads: int | None = None) -> list[list[Chunk]]:
         """Chunks many documents in parallel (GIL released); output in input order."""
         texts = _as_list(texts)
-        out = []
+        out = ChunkBatch()
         for text, (rows, sections) in zip(texts, self._structured(texts, threads)):
             paths = [tuple(p) for p in sections]
             out.append(
-                [
+                Chunks(
                     Chunk(
                         text[s:e], s, e, n, i,
                         heading_path=paths[sec],
@@ -105,7 +106,7 @@ class MarkdownChunker(BaseChunker):
                         context=text[cs:ce] if cs >= 0 else None,
                     )
                     for i, (s, e, n, sec, kind, cs, ce) in enumerate(rows.tolist())
-                ]
+                )
             )
         return out
 

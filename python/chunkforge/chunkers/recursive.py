@@ -13,8 +13,11 @@ class RecursiveChunker(BaseChunker):
     (blank lines, line breaks, sentence ends, clause punctuation, whitespace,
     then token boundaries), and merges neighbours greedily up to the limit.
 
-    ``overlap`` repeats whole trailing pieces of the previous chunk (at most
-    ``overlap`` tokens); ``min_tokens`` merges smaller chunks into a neighbour
+    ``overlap`` reserves room: each chunk's new text takes at most
+    ``max_tokens - overlap`` tokens, and every chunk after the first starts with
+    whole trailing pieces (pieces, lines, sentences, clauses or words) of the
+    previous one, at most ``overlap`` tokens and at least half of it when the
+    previous chunk does not end in a word longer than that; ``min_tokens`` merges smaller chunks into a neighbour
     when the union fits; ``separators`` replaces the hierarchy with literal
     strings, coarsest first (each is kept at the end of the piece before it).
 
@@ -27,7 +30,7 @@ class RecursiveChunker(BaseChunker):
     def __init__(
         self,
         tokenizer: Any = None,
-        max_tokens: int = 512,
+        max_tokens: int | None = None,
         overlap: int = 0,
         separators: Sequence[str] | None = None,
         min_tokens: int = 0,

@@ -12,7 +12,8 @@ class SentenceChunker(BaseChunker):
     """Packs whole sentences (see :func:`chunkforge.split_sentences`) up to
     ``max_tokens``; a sentence longer than the limit is split at clauses, then
     words, then tokens. ``overlap_sentences`` repeats that many trailing
-    sentences of the previous chunk at the start of the next.
+    sentences of the previous chunk at the start of the next (fewer when not all
+    fit beside the next new sentence; pieces of a split sentence carry none).
 
     >>> from chunkforge import SentenceChunker
     >>> text = "Dr. Smith arrived. He sat down. Then he left."
@@ -20,7 +21,7 @@ class SentenceChunker(BaseChunker):
     ['Dr. Smith arrived. He sat down.', 'Then he left.']
     """
 
-    def __init__(self, tokenizer: Any = None, max_tokens: int = 512, overlap_sentences: int = 0) -> None:
+    def __init__(self, tokenizer: Any = None, max_tokens: int | None = None, overlap_sentences: int = 0) -> None:
         super().__init__(tokenizer, max_tokens, 0)
         self.overlap_sentences = check_int("overlap_sentences", overlap_sentences, 0)
         self._native = _native.Chunker(

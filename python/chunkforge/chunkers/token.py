@@ -18,6 +18,6 @@ class TokenChunker(BaseChunker):
     ['one two three', 'four five']
     """
 
-    def __init__(self, tokenizer: Any = None, max_tokens: int = 512, overlap: int = 0) -> None:
+    def __init__(self, tokenizer: Any = None, max_tokens: int | None = None, overlap: int = 0) -> None:
         super().__init__(tokenizer, max_tokens, overlap)
         self._native = _native.Chunker(self.tokenizer._native, "token", self.max_tokens, self.overlap)

