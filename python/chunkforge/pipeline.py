@@ -39,6 +39,7 @@ thread while the current one is embedded; at most two batches wait, so memory st
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -298,13 +299,25 @@ def text_hash(text: str) -> str:
 def model_fingerprint(encoder: Encoder) -> str:
     """A hash of what makes the encoder's vectors: its graph's bytes, its tokenizer's
     definition, max_length, pooling and normalization."""
-    digest = hashlib.sha256()
-    with open(encoder.graph, "rb") as graph:
-        while block := graph.read(1 << 22):
-            digest.update(block)
+    digest = hashlib.sha256(graph_digest(encoder.graph).encode())
     digest.update((tokenizer_json(encoder.tokenizer) or encoder.tokenizer.source).encode())
     digest.update(json.dumps([encoder.max_length, encoder.pooling, encoder.normalize]).encode())
     return digest.hexdigest()[:32]
+
+
+@functools.lru_cache(maxsize=16)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as graph:
+        while block := graph.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def graph_digest(graph: Path) -> str:
+    """SHA-256 of a graph file, computed once per process while the file is unchanged."""
+    stat = graph.stat()
+    return _file_digest(str(graph.resolve()), stat.st_size, stat.st_mtime_ns)
 
 
 def tokenizer_json(tokenizer: Tokenizer) -> str | None:
