@@ -192,8 +192,8 @@ def test_kill_9_at_any_moment_then_rerun_gives_every_chunk_once(tmp_path: Path, 
     def count() -> int:
         return sum(1 for p in shards.iterdir() if p.suffix == ".parquet") if shards.is_dir() else 0
 
-    # killed: while loading the model (no shard yet), after 1 and after 3 shards, and as the
-    # manifest is about to be written (every shard there); each rerun picks up what is done
+    # killed: as the dataset folder appears (no shard yet), after 1 and after 3 shards, and
+    # while a shard is being written (a temp file there); each rerun picks up what is done
     moments = [lambda: shards.is_dir(), lambda: count() >= 1, lambda: count() >= 3,
                lambda: count() >= 6 and any(p.suffix == ".tmp" for p in shards.iterdir())]
     killed = 0
