@@ -205,6 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .index_cli import add_parsers as add_index_parsers
 
     add_index_parsers(commands)
+    from .pipeline import add_parser as add_embed_docs_parser
+
+    add_embed_docs_parser(commands)
     return parser
 
 
@@ -696,6 +699,10 @@ def main(argv: list[str] | None = None) -> int:
             from .eval import run as run_eval
 
             summary = run_eval(args)
+        elif args.command == "embed-docs":
+            from .pipeline import run_command as run_embed_docs
+
+            summary = run_embed_docs(args)
         elif args.command in ("index", "query"):
             from .index_cli import run as run_index
 

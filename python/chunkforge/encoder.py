@@ -128,7 +128,11 @@ class Encoder:
         self._query_session: ort.InferenceSession | None = None
         self._cuda = self._session.get_providers()[0] == "CUDAExecutionProvider"
         self.max_batch_tokens = max_batch_tokens or (DEFAULT_GPU_BATCH_TOKENS if self._cuda else DEFAULT_CPU_BATCH_TOKENS)
-        ids, mask, _, _ = tokenizer._native.encode_padded([""], max_length)
+        prefix, suffix = tokenizer._native.special_tokens()
+        self._prefix, self._suffix = np.array(prefix, np.int64), np.array(suffix, np.int64)
+        ids, mask, _, _ = tokenizer._native.encode_padded(["", "a"], max_length)
+        self._pad_id = int(ids[0, -1])  # the empty text's row is padded to the other's width
+        ids, mask = ids[:1, :int(mask[0].sum())], mask[:1, :int(mask[0].sum())]
         self.dim = int(self._run(self._session, ids, mask, POOLED_OUTPUT).shape[-1])
 
     @classmethod
@@ -292,6 +296,42 @@ class Encoder:
         first where the cache is empty, e.g. on another machine)."""
         return (_call, self._recipe)
 
+    def embed_token_ids(self, token_ids: Sequence[np.ndarray]) -> np.ndarray:
+        """:meth:`embed` for texts already tokenized: each one's token ids without special
+        tokens (e.g. slices of a document tokenized once, as the bulk job passes them).
+        Batching, padding, the overflow policy and the results are those of :meth:`embed`
+        on the texts themselves (the same inputs reach the graph).
+
+        >>> enc = Encoder.default()  # doctest: +SKIP
+        >>> ids = enc.tokenizer.encode_offsets("reset my password").ids  # doctest: +SKIP
+        >>> bool((enc.embed_token_ids([ids]) == enc.embed(["reset my password"])).all())  # doctest: +SKIP
+        True
+        """
+        token_ids = list(token_ids)
+        lengths = np.fromiter((len(ids) for ids in token_ids), np.int64, len(token_ids)) + sum(self._specials)
+        out = np.empty((len(token_ids), self.dim), np.float32)
+        for idx in self._length_batches(lengths, [f"token_ids[{i}]" for i in range(len(token_ids))], stacklevel=4):
+            ids, mask = self._padded([token_ids[i] for i in idx])
+            out[idx] = self._run(self._session, ids, mask, POOLED_OUTPUT)
+        return out
+
+    def _padded(self, token_ids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """``input_ids`` and ``attention_mask`` of texts given as content token ids, laid out
+        as the tokenizer's ``encode_padded`` lays out texts: special tokens added, cut at
+        ``max_length``, padded with the tokenizer's pad id to the longest row."""
+        head, tail = self._specials
+        room = self.max_length - head - tail
+        width = max(min(len(t), room) for t in token_ids) + head + tail
+        ids = np.full((len(token_ids), width), self._pad_id, np.int64)
+        mask = np.zeros((len(token_ids), width), np.int64)
+        for row, content in enumerate(token_ids):
+            kept = min(len(content), room)
+            ids[row, :head] = self._prefix
+            ids[row, head:head + kept] = content[:kept]
+            ids[row, head + kept:head + kept + tail] = self._suffix
+            mask[row, :head + kept + tail] = 1
+        return ids, mask
+
     def token_embeddings(self, texts: Iterable[str]) -> list[TokenEmbeddings]:
         """Per text its token states with character offsets, for late chunking.
 
@@ -357,7 +397,12 @@ class Encoder:
         """Indices of the texts by batch: longest first, each batch at most
         ``max_batch_tokens`` padded tokens (or one text) and ``max_texts`` texts."""
         lengths = self.tokenizer._native.count_batch(texts) + sum(self._specials)
-        self._check_overflow(lengths, [f"texts[{i}]" for i in range(len(texts))], stacklevel=4)
+        return self._length_batches(lengths, [f"texts[{i}]" for i in range(len(texts))], 5, max_texts)
+
+    def _length_batches(self, lengths: np.ndarray, names: list[str], stacklevel: int,
+                        max_texts: int | None = None) -> list[np.ndarray]:
+        """:meth:`_batches` given the texts' token counts (special tokens included)."""
+        self._check_overflow(lengths, names, stacklevel=stacklevel)
         lengths = np.minimum(lengths, self.max_length)
         order = np.argsort(-lengths, kind="stable")
         batches, start = [], 0

@@ -1,0 +1,51 @@
+"""The bulk job's rows in LanceDB (embedded, Arrow-native: no server): ``pip install "chunkforge[lancedb]"``.
+
+:func:`write_lancedb` copies a finished dataset folder into the table ``chunks`` of a LanceDB
+database, streaming one shard at a time. The table is replaced as a whole: LanceDB commits
+the new version atomically, so a reader sees the old rows or the new ones, never a mix,
+and a crash leaves the previous version in place (the next run writes it again).
+
+>>> import lancedb, chunkforge  # doctest: +SKIP
+>>> write_lancedb("vectors", "vectors.lancedb")  # doctest: +SKIP
+>>> table = lancedb.connect("vectors.lancedb").open_table("chunks")  # doctest: +SKIP
+>>> query = chunkforge.Encoder.default().embed_query("how do I reset a branch?")  # doctest: +SKIP
+>>> table.search(query).metric("cosine").limit(5).to_list()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from .cli import InputError
+
+TABLE = "chunks"
+LANCEDB_EXTRA = 'pip install "chunkforge[lancedb]"'
+
+
+def write_lancedb(dataset: str | os.PathLike[str], database: str | os.PathLike[str], table: str = TABLE) -> int:
+    """Writes every row of the dataset folder ``dataset`` (see :mod:`chunkforge.pipeline`) to the
+    table ``table`` of the LanceDB database at ``database``, replacing it; returns the row count."""
+    try:
+        import lancedb
+    except ImportError as exc:
+        raise InputError(f"--lancedb needs lancedb: {LANCEDB_EXTRA}") from exc
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .pipeline import iter_shards, read_dataset
+
+    files = list(iter_shards(dataset))
+    schema = read_dataset(dataset).schema if not files else pq.read_schema(files[0])
+    schema = schema.remove_metadata()
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for path in files:
+            yield from pq.read_table(path).replace_schema_metadata(None).to_batches()
+
+    try:
+        db = lancedb.connect(os.fspath(database))
+        written = db.create_table(table, pa.RecordBatchReader.from_batches(schema, batches()), mode="overwrite")
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise InputError(f"cannot write --lancedb {database}: {exc}") from exc
+    return written.count_rows()

@@ -1,0 +1,191 @@
+"""Chunking and embedding on Ray Data, for more than one machine: ``pip install "chunkforge[ray]"``.
+
+:func:`embed_documents` turns a ``ray.data.Dataset`` of documents into a Dataset of chunk
+rows with vectors (the columns of :mod:`chunkforge.pipeline`'s shards): ``map_batches`` with
+a pool of actors, each loading the encoder once (and taking ``num_gpus`` GPUs where the
+cluster has GPUs). ``chunkforge.pipeline.run(..., ray=ADDRESS)`` (``chunkforge embed-docs
+--ray ADDRESS``) runs the bulk job's shard batches on such actors: each actor builds whole
+shards with the same code as the local job, so the dataset is the same, row for row and
+bit for bit, and stays incremental and resumable. A killed actor is restarted by Ray and
+its batch retried; shards are written atomically under content names, so a batch built
+twice is written twice with the same bytes and listed once.
+
+>>> import ray, chunkforge.ray  # doctest: +SKIP
+>>> docs = ray.data.read_parquet("s3://bucket/docs/")  # doctest: +SKIP
+>>> rows = chunkforge.ray.embed_documents(docs, id_column="id", text_column="text", max_tokens=256)  # doctest: +SKIP
+>>> rows.write_parquet("s3://bucket/vectors/")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._io import ID_KEYS, Doc, InputError
+from .pipeline import JobSpec, Planned, Progress, ShardBuilder, ShardStats, shard_entry, shard_stats
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import ray.data
+
+RAY_EXTRA = 'pip install "chunkforge[ray]"'
+WINDOW_BYTES = 256 << 20
+STATS = ("docs", "rows", "tokens", "embedded", "embedded_tokens")
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise InputError(f"--ray needs Ray Data: {RAY_EXTRA}") from exc
+    return ray
+
+
+class ChunkRows:
+    """A Ray actor: loads the encoder once, then turns each batch of documents into chunk rows."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = JobSpec(**spec)
+        self.builder = ShardBuilder(self.spec, "", vectors="")
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        names = batch.column_names
+        id_column = self.spec.id_column or next((k for k in ID_KEYS if k in names), None)
+        texts = batch.column(self.spec.text_column).to_pylist()
+        ids = batch.column(id_column).to_pylist() if id_column in names else [None] * len(texts)
+        if any(i is None for i in ids) or any(not isinstance(t, str) for t in texts):
+            raise InputError(f"every document needs a text ({self.spec.text_column!r}) and an id "
+                             f"({id_column or ' or '.join(ID_KEYS)!r}); columns: {', '.join(names)}")
+        docs = [Doc(str(i), t, len(t)) for i, t in zip(ids, texts)]
+        table, _, _ = self.builder.embed(self.builder.chunk(docs), use_cache=False)
+        return table.replace_schema_metadata(None)
+
+
+class ShardWorker:
+    """A Ray actor of the bulk job: loads the encoder once, then builds one shard a call
+    (a row holding the shard's key and its documents) and returns the shard's counts."""
+
+    def __init__(self, spec: dict[str, Any], out: str, vectors: str) -> None:
+        self.builder = ShardBuilder(JobSpec(**spec), out, vectors)
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        import pyarrow as pa
+
+        stats: list[ShardStats] = []
+        for key, ids, texts in zip(*(batch.column(name).to_pylist() for name in ("key", "doc_ids", "texts"))):
+            docs = [Doc(i, t, len(t)) for i, t in zip(ids, texts)]
+            if (self.builder.shard_dir / f"{key}.parquet").exists():  # built by an earlier try of this batch
+                stats.append(shard_stats(self.builder.shard_dir, Planned(key, docs, True)))
+            else:
+                stats.append(self.builder.build(key, docs))
+        columns = {"key": batch.column("key")}
+        columns.update({name: pa.array([getattr(s, name) for s in stats], pa.int64()) for name in STATS})
+        return pa.table(columns)
+
+
+def connect(address: str) -> Any:
+    """Ray, connected to ``address`` (``"local"``: a new local cluster) unless already connected."""
+    ray = _ray()
+    if not ray.is_initialized():
+        try:
+            ray.init(address=None if address == "local" else address, log_to_driver=False,
+                     configure_logging=False)
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            raise InputError(f"--ray {address}: cannot connect ({exc})") from exc
+    import logging
+
+    import ray.data
+
+    logging.getLogger("ray.data").setLevel(logging.WARNING)  # chunkforge's own bar shows the progress
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    return ray
+
+
+def actor_options(ray: Any, spec: JobSpec, actors: int | None) -> tuple[dict[str, Any], JobSpec]:
+    """``map_batches`` options of the actor pool (one actor per GPU where there are GPUs,
+    else two, each with its share of the CPUs), and the spec with that share of threads."""
+    resources = ray.cluster_resources()
+    gpus = int(resources.get("GPU", 0))
+    count = actors or (gpus if gpus else 2)
+    options: dict[str, Any] = {"concurrency": count, "num_cpus": 1}
+    if gpus:
+        options["num_gpus"] = max(gpus // count, 1) if gpus >= count else gpus / count
+    elif spec.threads is None:
+        per_node = max(int(resources.get("CPU", 1)) // max(len(ray.nodes()), 1), 1)
+        spec = JobSpec(**{**asdict(spec), "threads": max(per_node // max(count // max(len(ray.nodes()), 1), 1), 1)})
+    return options, spec
+
+
+def embed_documents(
+    docs: ray.data.Dataset,
+    *,
+    actors: int | None = None,
+    batch_size: int = 64,
+    spec: JobSpec | None = None,
+    **options: Any,
+) -> ray.data.Dataset:
+    """Chunk rows with vectors of every document of ``docs`` (columns ``id_column`` and
+    ``text_column``): doc_id, chunk_id, start, end, token_count, heading_path, [text],
+    text_hash, vector. ``options`` are :class:`chunkforge.pipeline.JobSpec` fields;
+    ``actors`` encoder actors (default: one per GPU, else two), ``batch_size`` documents a call.
+
+    >>> rows = embed_documents(ray.data.from_items([{"id": "a", "text": "Some text."}]))  # doctest: +SKIP
+    >>> rows.take(1)[0]["chunk_id"]  # doctest: +SKIP
+    """
+    ray = _ray()
+    spec = JobSpec(**{**(asdict(spec) if spec else {}), **options})
+    spec.check()
+    pool, spec = actor_options(ray, spec, actors)
+    return docs.map_batches(ChunkRows, fn_constructor_kwargs={"spec": asdict(spec)}, batch_size=batch_size,
+                            batch_format="pyarrow", **pool)
+
+
+def windows(planned: Iterator[Planned], limit: int = WINDOW_BYTES) -> Iterator[list[Planned]]:
+    """The planned batches in windows of at most ``limit`` bytes of missing documents (and
+    any number of existing shards): what the driver holds at a time."""
+    window: list[Planned] = []
+    size = 0
+    for item in planned:
+        window.append(item)
+        if not item.exists:
+            size += sum(doc.nbytes for doc in item.docs)
+        if size >= limit:
+            yield window
+            window, size = [], 0
+    if window:
+        yield window
+
+
+def build_on_ray(planned: Iterator[Planned], spec: JobSpec, root: Path, vectors: str, address: str,
+                 actors: int | None, bar: Progress, shards: list[dict[str, Any]]) -> None:
+    """Builds the missing shards on Ray actors, a window of batches at a time; fills ``shards``
+    (the manifest's entries, in corpus order) and the progress bar."""
+    import pyarrow as pa
+
+    ray = connect(address)
+    pool, spec = actor_options(ray, spec, actors)
+    out = os.fspath(root.resolve())
+    for window in windows(planned):
+        missing = [item for item in window if not item.exists]
+        done: dict[str, ShardStats] = {}
+        if missing:
+            # one block a batch, made here: no task competes with the actors for CPUs
+            blocks = [pa.table({"key": [m.key], "doc_ids": [[d.doc_id for d in m.docs]],
+                                "texts": [[d.text for d in m.docs]]}) for m in missing]
+            results = ray.data.from_arrow(blocks).map_batches(
+                ShardWorker, fn_constructor_kwargs={"spec": asdict(spec), "out": out, "vectors": vectors},
+                batch_size=1, batch_format="pyarrow", **pool)
+            for row in results.iter_rows():
+                stats = ShardStats(*(int(row[name]) for name in STATS))
+                done[row["key"]] = stats
+                bar.update(stats, True)
+        for item in window:
+            if item.exists:
+                stats = shard_stats(root / "shards", item)
+                bar.update(stats, False)
+            else:
+                stats = done[item.key]
+            shards.append(shard_entry(item.key, stats))

