@@ -939,10 +939,9 @@ mod tests {
         assert_eq!(out.dropped, vec![1]);
     }
 
-    #[test]
-    fn windows_stay_in_their_section() {
-        let tk = tokenizer();
-        // sentences 0-1 in section 0, 2-4 in section 1; one leaf per sentence under a root
+    /// "S zero. S one. S two. S three. S four.": sentences 0-1 in section 0, 2-4 in
+    /// section 1, one leaf (label = sentence) per sentence under a root; the sentences' spans.
+    fn five_sentences(tk: &Tokenizer) -> (Store, Vec<(u32, u32)>) {
         let text = "S zero. S one. S two. S three. S four.";
         let (mut sentences, mut nodes, mut s) = (vec![], vec![(0, text.len() as u32, NONE, 0)], 0);
         for (i, part) in text.split_inclusive(". ").enumerate() {
@@ -953,9 +952,16 @@ mod tests {
             s += part.len();
         }
         let spans: Vec<(u32, u32)> = sentences.iter().map(|x| (x.0, x.1)).collect();
-        let doc = Doc::new(&tk, DocInput { text, sentences, nodes, leaves: vec![1, 2, 3, 4, 5] }).unwrap();
+        let doc = Doc::new(tk, DocInput { text, sentences, nodes, leaves: vec![1, 2, 3, 4, 5] }).unwrap();
         let mut st = Store::default();
         st.add(doc, &[0, 1, 2, 3, 4]).unwrap();
+        (st, spans)
+    }
+
+    #[test]
+    fn windows_stay_in_their_section() {
+        let tk = tokenizer();
+        let (st, spans) = five_sentences(&tk);
         let span = |leaf: u64, w: u32| {
             let out = st.expand(&tk, &[(leaf, 1.0)], &Params { window: Some(w), ..Default::default() }).unwrap();
             (out.passages[0].start, out.passages[0].end)
@@ -970,20 +976,7 @@ mod tests {
     #[test]
     fn token_windows_grow_by_sentences_within_their_section() {
         let tk = tokenizer();
-        // "S two." is 3 tokens; sentences 0-1 in section 0, 2-4 in section 1
-        let text = "S zero. S one. S two. S three. S four.";
-        let (mut sentences, mut nodes, mut s) = (vec![], vec![(0, text.len() as u32, NONE, 0)], 0);
-        for (i, part) in text.split_inclusive(". ").enumerate() {
-            let (a, b) = (s as u32, (s + part.trim_end().len()) as u32);
-            let section = u32::from(i >= 2);
-            sentences.push((a, b, section));
-            nodes.push((a, b, 0, section));
-            s += part.len();
-        }
-        let spans: Vec<(u32, u32)> = sentences.iter().map(|x| (x.0, x.1)).collect();
-        let doc = Doc::new(&tk, DocInput { text, sentences, nodes, leaves: vec![1, 2, 3, 4, 5] }).unwrap();
-        let mut st = Store::default();
-        st.add(doc, &[0, 1, 2, 3, 4]).unwrap();
+        let (st, spans) = five_sentences(&tk); // "S two." is 3 tokens
         let span = |leaf: u64, n: u32| {
             let out = st.expand(&tk, &[(leaf, 1.0)], &Params { window_tokens: Some(n), ..Default::default() }).unwrap();
             (out.passages[0].start, out.passages[0].end, out.passages[0].tokens)

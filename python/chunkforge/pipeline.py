@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from tqdm import tqdm
 
+from ._atomic import file_sha256
 from ._io import (
     FOLDER_SUFFIXES,
     ID_KEYS,
@@ -307,11 +308,7 @@ def model_fingerprint(encoder: Encoder) -> str:
 
 @functools.lru_cache(maxsize=16)
 def _file_digest(path: str, size: int, mtime_ns: int) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as graph:
-        while block := graph.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest()
+    return file_sha256(path)
 
 
 def graph_digest(graph: Path) -> str:
