@@ -596,14 +596,13 @@ class Index:
         return mask
 
     def _dense(self, vector: np.ndarray, k: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
-        """``(label, cosine)`` of the ``k`` nearest leaves (exact when filtered to a few)."""
+        """``(label, cosine)`` of the ``k`` nearest leaves (exact, from the float16 copy of the vectors, when filtered to a few)."""
         if allowed is not None:
             labels = np.flatnonzero(allowed)
             if len(labels) == 0:
                 return []
             if len(labels) <= 20_000:
-                vectors = np.asarray(self._hnsw.get_items(labels, return_type="numpy"), np.float32)
-                sims = vectors @ vector / np.maximum(np.linalg.norm(vectors, axis=1), 1e-12)
+                sims = (self._vectors[labels] @ vector.astype(np.float16)).astype(np.float64)
                 top = np.argsort(-sims, kind="stable")[:k]
                 return [(int(labels[i]), float(sims[i])) for i in top]
         alive = self.leaf_count if allowed is None else int(allowed.sum())
