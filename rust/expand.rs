@@ -75,6 +75,10 @@ pub struct Doc {
     leaves: Vec<u32>,
     /// The sentences of each leaf.
     leaf_sentences: Vec<LeafSentences>,
+    /// The heading path of each section.
+    headings: Vec<Vec<String>>,
+    /// The section of each sentence.
+    sentence_sections: Vec<u32>,
 }
 
 /// What a document is made of, as given by the indexer (code point offsets).
@@ -86,11 +90,14 @@ pub struct DocInput<'a> {
     pub nodes: Vec<(u32, u32, u32, u32)>,
     /// Node index of each leaf.
     pub leaves: Vec<u32>,
+    /// The heading path of each section.
+    pub headings: Vec<Vec<String>>,
 }
 
 impl Doc {
-    /// Tokenizes the text once and precomputes what expansion needs.
-    pub fn new(tk: &Tokenizer, input: DocInput<'_>) -> Result<Doc, String> {
+    /// Precomputes what expansion needs from the text's tokenization (`tokens`,
+    /// byte offsets; the text is tokenized here when None).
+    pub fn new(tk: &Tokenizer, input: DocInput<'_>, tokens: Option<DocTokens>) -> Result<Doc, String> {
         let text = input.text.to_string();
         let char_bytes = (!text.is_ascii()).then(|| {
             let mut v: Vec<u32> = text.char_indices().map(|(i, _)| i as u32).collect();
@@ -155,7 +162,16 @@ impl Doc {
                 LeafSentences { a, b, lo: run_first[a as usize], hi }
             })
             .collect();
-        let tokens = tk.with_cache(|c| tk.analyze(&text, false, c)).map_err(|e| e.to_string())?;
+        let tokens = match tokens {
+            Some(t) => t,
+            None => tk.with_cache(|c| tk.analyze(&text, false, c)).map_err(|e| e.to_string())?,
+        };
+        if let Some(&(_, _, sec)) = input.sentences.iter().find(|s| s.2 as usize >= input.headings.len()) {
+            return Err(format!("section {sec} has no heading path ({} given)", input.headings.len()));
+        }
+        if let Some(n) = input.nodes.iter().find(|n| n.3 as usize >= input.headings.len()) {
+            return Err(format!("section {} has no heading path ({} given)", n.3, input.headings.len()));
+        }
         let mut doc = Doc {
             text,
             tokens,
@@ -164,6 +180,8 @@ impl Doc {
             nodes,
             leaves: input.leaves,
             leaf_sentences,
+            headings: input.headings,
+            sentence_sections: input.sentences.iter().map(|x| x.2).collect(),
         };
         let words = |x: u32| Sizer::words_before(&doc.tokens, doc.byte(x));
         let sentence_words: Vec<(u32, u32)> = doc.sentences.iter().map(|x| (words(x.start), words(x.end))).collect();
@@ -182,6 +200,30 @@ impl Doc {
             n.tokens = c;
         }
         Ok(doc)
+    }
+
+    /// The heading path of each section.
+    pub fn headings(&self) -> &[Vec<String>] {
+        &self.headings
+    }
+
+    /// `(start, end, parent, section, level)` of each node, parents first (code points).
+    pub fn node_rows(&self) -> Vec<[u32; 5]> {
+        let mut levels: Vec<u32> = Vec::with_capacity(self.nodes.len());
+        for n in &self.nodes {
+            levels.push(if n.parent == NONE { 0 } else { levels[n.parent as usize] + 1 });
+        }
+        self.nodes.iter().zip(levels).map(|(n, l)| [n.start, n.end, n.parent, n.section, l]).collect()
+    }
+
+    /// Node index of each leaf.
+    pub fn leaves(&self) -> &[u32] {
+        &self.leaves
+    }
+
+    /// `(start, end, section)` of each sentence.
+    pub fn sentence_rows(&self) -> Vec<[u32; 3]> {
+        self.sentences.iter().zip(&self.sentence_sections).map(|(x, &sec)| [x.start, x.end, sec]).collect()
     }
 
     fn sizer<'a>(&'a self, tk: &'a Tokenizer, cache: &'a mut WordCache) -> Sizer<'a> {
@@ -388,9 +430,14 @@ impl Store {
         }
     }
 
-    #[cfg(test)]
-    fn doc(&self, slot: usize) -> Option<&Doc> {
+    /// The document in `slot`.
+    pub fn doc(&self, slot: usize) -> Option<&Doc> {
         self.docs.get(slot).and_then(Option::as_ref)
+    }
+
+    /// `(slot, start, end, section)` of the leaf with `label`, None for a free label.
+    pub fn leaf(&self, label: u64) -> Option<(u32, u32, u32, u32)> {
+        self.labels.get(label as usize).filter(|r| r.slot != NONE).map(|r| (r.slot, r.start, r.end, r.section))
     }
 
     /// Expands hits `(label, score)` into a payload.
@@ -899,7 +946,7 @@ mod tests {
             (sp(2).0, sp(2).1, 2, 0),
             (sp(3).0, sp(3).1, 2, 0),
         ];
-        let doc = Doc::new(tk, DocInput { text, sentences, nodes, leaves: vec![3, 4, 5, 6] }).unwrap();
+        let doc = Doc::new(tk, DocInput { text, sentences, nodes, leaves: vec![3, 4, 5, 6], headings: vec![vec![], vec![]] }, None).unwrap();
         let mut store = Store::default();
         store.add(doc, &[10, 11, 12, 13]).unwrap();
         store
@@ -952,7 +999,7 @@ mod tests {
             s += part.len();
         }
         let spans: Vec<(u32, u32)> = sentences.iter().map(|x| (x.0, x.1)).collect();
-        let doc = Doc::new(tk, DocInput { text, sentences, nodes, leaves: vec![1, 2, 3, 4, 5] }).unwrap();
+        let doc = Doc::new(tk, DocInput { text, sentences, nodes, leaves: vec![1, 2, 3, 4, 5], headings: vec![vec![], vec![]] }, None).unwrap();
         let mut st = Store::default();
         st.add(doc, &[0, 1, 2, 3, 4]).unwrap();
         (st, spans)

@@ -12,7 +12,7 @@ macro_rules! modules {
         mod $m;
     )*};
 }
-modules!(encode, expand, metrics, late, pretokenize, segment, sizer, spans, structure, split, tokenizer);
+modules!(encode, expand, metrics, late, pretokenize, segment, sizer, spans, structure, split, tokenizer, tree);
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -201,6 +201,13 @@ impl Tokenizer {
         Ok((ids, mask, offsets, p.full_lengths.into_pyarray(py)))
     }
 
+    /// `(texts, bytes)` this tokenizer has tokenized whole so far (words recounted
+    /// alone are not counted): a diagnostic, e.g. to check a document is tokenized once.
+    #[getter]
+    fn tokenized(&self) -> (usize, usize) {
+        self.inner.tokenized()
+    }
+
     /// The special token ids put before and after one sequence (e.g. `([101], [102])`).
     fn special_tokens(&self) -> (Vec<u32>, Vec<u32>) {
         let (a, b) = self.inner.special_tokens();
@@ -230,7 +237,11 @@ struct Chunker {
     cfg: Config,
 }
 
-type SpanArrays<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>);
+type Col<'py> = Bound<'py, PyArray1<i64>>;
+type SpanArrays<'py> = (Col<'py>, Col<'py>, Col<'py>, Col<'py>);
+type SpanRows<'py> = (Col<'py>, Col<'py>, Col<'py>, Col<'py>, Option<IdArrays<'py>>);
+type SpanIdArrays<'py> = (Col<'py>, Col<'py>, Col<'py>, Col<'py>, Bound<'py, PyArray1<u32>>, Col<'py>);
+type StructuredIdRow<'py> = (Bound<'py, PyArray2<i64>>, Vec<Vec<String>>, Bound<'py, PyArray1<u32>>, Col<'py>);
 
 /// Chunk spans of one document in code point offsets.
 fn char_spans(text: &str, spans: Vec<ChunkSpan>) -> Vec<(i64, i64, i64)> {
@@ -270,7 +281,9 @@ impl Chunker {
                 min_tokens,
             },
             "sentence" => Strategy::Sentence { overlap_sentences },
-            "markdown" | "rst" | "asciidoc" => Strategy::Structured { syntax: strategy.to_string(), min_tokens },
+            "markdown" | "rst" | "asciidoc" => {
+                Strategy::Structured { syntax: structure::Syntax::from_name(strategy).map_err(PyValueError::new_err)?, min_tokens }
+            }
             other => return Err(PyValueError::new_err(format!("unknown strategy {other:?}"))),
         };
         Ok(Chunker { tk: tokenizer.inner.clone(), cfg: Config { strategy, max_tokens, overlap } })
@@ -291,55 +304,113 @@ impl Chunker {
     /// of each section.
     #[pyo3(signature = (texts, threads=None))]
     fn structured_batch<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<usize>) -> PyResult<Vec<(Bound<'py, PyArray2<i64>>, Vec<Vec<String>>)>> {
-        let mut holder = vec![];
-        collect_texts(texts, &mut holder)?;
-        let strs = borrow_all(&holder)?;
-        let per_doc = py.detach(|| parallel_map(&strs, threads, |t| structured_rows(&self.tk, &self.cfg, t)))?;
-        per_doc
-            .into_iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let (rows, sections) = r.map_err(|e| PyValueError::new_err(format!("texts[{i}]: {e}")))?;
-                let flat: Vec<i64> = rows.iter().flatten().copied().collect();
-                let arr = numpy::ndarray::Array2::from_shape_vec((rows.len(), 7), flat).unwrap().into_pyarray(py);
-                Ok((arr, sections))
-            })
-            .collect()
+        let rows = self.structured(py, texts, threads, false)?;
+        Ok(rows.into_iter().map(|(rows, sections, _)| (rows, sections)).collect())
+    }
+
+    /// [`structured_batch`] with each text's chunks' token ids: `(rows, sections,
+    /// token_ids, bounds)` per text (see `spans_batch_ids`).
+    #[pyo3(signature = (texts, threads=None))]
+    fn structured_batch_ids<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<usize>) -> PyResult<Vec<StructuredIdRow<'py>>> {
+        let rows = self.structured(py, texts, threads, true)?;
+        Ok(rows.into_iter().map(|(rows, sections, ids)| {
+            let (ids, bounds) = ids.unwrap();
+            (rows, sections, ids, bounds)
+        }).collect())
     }
 
     /// `(doc_index, starts, ends, token_counts)` of the chunks of every text, in input order.
     #[pyo3(signature = (texts, threads=None))]
     fn spans_batch<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<usize>) -> PyResult<SpanArrays<'py>> {
+        let (doc, s, e, n, _) = self.span_rows(py, texts, threads, false)?;
+        Ok((doc, s, e, n))
+    }
+
+    /// `spans_batch` and the chunks' token ids from the tokenization the chunker sized on:
+    /// `(doc_index, starts, ends, token_counts, token_ids, bounds)`; chunk `i`'s ids
+    /// (without special tokens, as if its text were encoded alone) are
+    /// `token_ids[bounds[i]:bounds[i + 1]]`.
+    #[pyo3(signature = (texts, threads=None))]
+    fn spans_batch_ids<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<usize>) -> PyResult<SpanIdArrays<'py>> {
+        let (doc, s, e, n, ids) = self.span_rows(py, texts, threads, true)?;
+        let (ids, bounds) = ids.unwrap();
+        Ok((doc, s, e, n, ids, bounds))
+    }
+}
+
+impl Chunker {
+    fn span_rows<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<usize>, with_ids: bool) -> PyResult<SpanRows<'py>> {
         let mut holder = vec![];
         collect_texts(texts, &mut holder)?;
         let strs = borrow_all(&holder)?;
         let per_doc = py.detach(|| {
-            parallel_map(&strs, threads, |t| split::chunk(&self.tk, t, &self.cfg).map(|s| char_spans(t, s)))
+            parallel_map(&strs, threads, |t| {
+                if with_ids {
+                    split::chunk_ids(&self.tk, t, &self.cfg).map(|(s, ids, bounds)| (char_spans(t, s), Some((ids, bounds))))
+                } else {
+                    split::chunk(&self.tk, t, &self.cfg).map(|s| (char_spans(t, s), None))
+                }
+            })
         })?;
         let mut doc = vec![];
         let mut rows = vec![];
+        let (mut all_ids, mut all_bounds) = (vec![], vec![0usize]);
         for (i, r) in per_doc.into_iter().enumerate() {
-            let spans = r.map_err(|e| PyValueError::new_err(format!("texts[{i}]: {e}")))?;
+            let (spans, ids) = r.map_err(|e| PyValueError::new_err(format!("texts[{i}]: {e}")))?;
             doc.extend(std::iter::repeat_n(i as i64, spans.len()));
             rows.extend(spans);
+            if let Some((ids, bounds)) = ids {
+                let base = all_ids.len();
+                all_ids.extend(ids);
+                all_bounds.extend(bounds[1..].iter().map(|b| base + b));
+            }
         }
         let (s, e, n) = unzip3(rows.into_iter());
-        Ok((doc.into_pyarray(py), s.into_pyarray(py), e.into_pyarray(py), n.into_pyarray(py)))
+        let ids = with_ids.then(|| id_arrays(py, all_ids, all_bounds));
+        Ok((doc.into_pyarray(py), s.into_pyarray(py), e.into_pyarray(py), n.into_pyarray(py), ids))
+    }
+
+    fn structured<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<usize>, with_ids: bool) -> PyResult<Vec<StructuredBatchRow<'py>>> {
+        let mut holder = vec![];
+        collect_texts(texts, &mut holder)?;
+        let strs = borrow_all(&holder)?;
+        let per_doc = py.detach(|| parallel_map(&strs, threads, |t| structured_rows(&self.tk, &self.cfg, t, with_ids)))?;
+        per_doc
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let (rows, sections, ids) = r.map_err(|e| PyValueError::new_err(format!("texts[{i}]: {e}")))?;
+                let flat: Vec<i64> = rows.iter().flatten().copied().collect();
+                let arr = numpy::ndarray::Array2::from_shape_vec((rows.len(), 7), flat).unwrap().into_pyarray(py);
+                Ok((arr, sections, ids.map(|(ids, bounds)| id_arrays(py, ids, bounds))))
+            })
+            .collect()
     }
 }
 
-/// Columns of a structured document's chunks, and its sections' heading paths.
-type StructuredRows = (Vec<[i64; 7]>, Vec<Vec<String>>);
+/// Token ids of spans as numpy arrays: `(ids, bounds)`.
+fn id_arrays(py: Python<'_>, ids: Vec<u32>, bounds: Vec<usize>) -> IdArrays<'_> {
+    let bounds: Vec<i64> = bounds.into_iter().map(|b| b as i64).collect();
+    (ids.into_pyarray(py), bounds.into_pyarray(py))
+}
 
-fn structured_rows(tk: &tokenizer::Tokenizer, cfg: &Config, text: &str) -> Result<StructuredRows, String> {
+type IdArrays<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>);
+type StructuredBatchRow<'py> = (Bound<'py, PyArray2<i64>>, Vec<Vec<String>>, Option<IdArrays<'py>>);
+
+/// Columns of a structured document's chunks, its sections' heading paths, and maybe the chunks' token ids.
+type StructuredRows = (Vec<[i64; 7]>, Vec<Vec<String>>, Option<(Vec<u32>, Vec<usize>)>);
+
+fn structured_rows(tk: &tokenizer::Tokenizer, cfg: &Config, text: &str, with_ids: bool) -> Result<StructuredRows, String> {
     let Strategy::Structured { syntax, min_tokens } = &cfg.strategy else {
         return Err("this chunker has no document structure".into());
     };
-    let outline = match syntax.as_str() {
-        "markdown" => structure::markdown(text),
-        other => structure::titled(text, other == "asciidoc"),
+    let outline = structure::outline(text, *syntax);
+    let (spans, ids) = if with_ids {
+        let (spans, ids, bounds) = split::chunk_structured_ids(tk, text, &outline, cfg.max_tokens, *min_tokens, cfg.overlap)?;
+        (spans, Some((ids, bounds)))
+    } else {
+        (split::chunk_structured(tk, text, &outline, cfg.max_tokens, *min_tokens, cfg.overlap)?, None)
     };
-    let spans = split::chunk_structured(tk, text, &outline, cfg.max_tokens, *min_tokens, cfg.overlap)?;
     let mut offs: Vec<usize> = spans
         .iter()
         .flat_map(|c| {
@@ -357,7 +428,7 @@ fn structured_rows(tk: &tokenizer::Tokenizer, cfg: &Config, text: &str) -> Resul
             [o[0] as i64, o[1] as i64, c.span.tokens as i64, c.section as i64, c.kind as i64, cs, ce]
         })
         .collect();
-    Ok((rows, outline.sections))
+    Ok((rows, outline.sections, ids))
 }
 
 fn unzip3(it: impl Iterator<Item = (i64, i64, i64)>) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
@@ -549,10 +620,62 @@ fn span_overlaps<'py>(
 
 /// The expansion side of an index: documents (text, sentences, tree) and the
 /// map from leaf labels to leaves; `expand` turns hits into a payload.
+/// The documents of an index (their trees, for expansion) and the leaf labels.
+/// Owns each document's id and text as Python strings, and its sections'
+/// heading paths as tuples, so that payloads share them.
 #[pyclass(module = "chunkforge._native")]
 struct Expander {
     tk: Arc<tokenizer::Tokenizer>,
     store: expand::Store,
+    /// Per slot: the document's id, text and heading path of each section.
+    py_docs: Vec<Option<PyDoc>>,
+}
+
+struct PyDoc {
+    id: Py<PyString>,
+    text: Py<PyString>,
+    headings: Vec<Py<pyo3::types::PyTuple>>,
+}
+
+/// A document cut into its tree by `Expander.build`, not yet in the index:
+/// its nodes and its leaves' token ids (to embed) until `Expander.insert` takes it.
+#[pyclass(module = "chunkforge._native")]
+struct DocTree {
+    tree: Option<tree::Tree>,
+}
+
+impl DocTree {
+    fn get(&self) -> PyResult<&tree::Tree> {
+        self.tree.as_ref().ok_or_else(|| PyValueError::new_err("this DocTree is already in an index"))
+    }
+}
+
+#[pymethods]
+impl DocTree {
+    /// `(m, 5)` rows `(start, end, parent or -1, section, level)`, code points, parents first.
+    #[getter]
+    fn nodes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i64>>> {
+        Ok(node_array(py, &self.get()?.nodes))
+    }
+
+    /// Node index of each leaf, in text order.
+    #[getter]
+    fn leaves<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<i64>>> {
+        Ok(self.get()?.leaves.iter().map(|&l| l as i64).collect::<Vec<_>>().into_pyarray(py))
+    }
+
+    /// `(token_ids, bounds)`: leaf `i`'s token ids (no special tokens, as if its
+    /// text were encoded alone) are `token_ids[bounds[i]:bounds[i + 1]]`.
+    #[getter]
+    fn leaf_token_ids<'py>(&self, py: Python<'py>) -> PyResult<IdArrays<'py>> {
+        let t = self.get()?;
+        Ok(id_arrays(py, t.leaf_ids.clone(), t.leaf_bounds.clone()))
+    }
+}
+
+fn node_array<'py>(py: Python<'py>, nodes: &[[u32; 5]]) -> Bound<'py, PyArray2<i64>> {
+    let flat: Vec<i64> = nodes.iter().flat_map(|n| n.map(|x| if x == u32::MAX { -1 } else { x as i64 })).collect();
+    numpy::ndarray::Array2::from_shape_vec((nodes.len(), 5), flat).unwrap().into_pyarray(py)
 }
 
 /// Rows of an int64 array as u32 tuples of width `W`; errors name `what`.
@@ -601,44 +724,113 @@ fn expand_params(
 impl Expander {
     #[new]
     fn new(tokenizer: &Tokenizer) -> Self {
-        Expander { tk: tokenizer.inner.clone(), store: expand::Store::default() }
+        Expander { tk: tokenizer.inner.clone(), store: expand::Store::default(), py_docs: vec![] }
     }
 
-    /// Adds documents (tokenized in parallel); per document: its text, sentences
-    /// `(n, 3)` `(start, end, section)`, nodes `(m, 4)` `(start, end, parent or -1,
-    /// section)` parents first, leaf node indices, and the leaves' labels.
-    /// Returns the documents' slots.
+    /// Cuts documents into trees (in parallel, the GIL released), each tokenized
+    /// once: sections by the headings of `syntaxes[i]` ("markdown", "rst",
+    /// "asciidoc" or None: one section), levels of sentence-packed parents of
+    /// `parent_tokens` (largest first), and leaves of one sentence or a piece of
+    /// at most `leaf_tokens` tokens of a longer one.
+    #[pyo3(signature = (texts, syntaxes, leaf_tokens, parent_tokens, threads=None))]
+    fn build(
+        &self,
+        py: Python<'_>,
+        texts: &Bound<'_, PyAny>,
+        syntaxes: Vec<Option<String>>,
+        leaf_tokens: usize,
+        parent_tokens: Vec<usize>,
+        threads: Option<usize>,
+    ) -> PyResult<Vec<DocTree>> {
+        let mut holder = vec![];
+        collect_texts(texts, &mut holder)?;
+        let strs = borrow_all(&holder)?;
+        if syntaxes.len() != strs.len() {
+            return Err(PyValueError::new_err("texts and syntaxes must have the same length"));
+        }
+        if leaf_tokens < 1 || parent_tokens.iter().any(|&n| n <= leaf_tokens) {
+            return Err(PyValueError::new_err("leaf_tokens must be at least 1 and below every parent_tokens"));
+        }
+        let syntaxes: Vec<Option<structure::Syntax>> = syntaxes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| s.as_deref().map(structure::Syntax::from_name).transpose().map_err(|e| PyValueError::new_err(format!("syntaxes[{i}]: {e}"))))
+            .collect::<PyResult<_>>()?;
+        let cfg = tree::TreeConfig { parent_tokens, leaf_tokens };
+        let items: Vec<(&str, Option<structure::Syntax>)> = strs.into_iter().zip(syntaxes).collect();
+        let tk = &self.tk;
+        let trees = py.detach(|| parallel_map(&items, threads, |&(t, syntax)| tree::build(tk, t, syntax, &cfg)))?;
+        trees
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| t.map(|t| DocTree { tree: Some(t) }).map_err(|e| PyValueError::new_err(format!("texts[{i}]: {e}"))))
+            .collect()
+    }
+
+    /// Puts built trees into the index, their leaves labelled `labels[i]`, with
+    /// their documents' ids and texts (`texts[i]` is the text the tree was built
+    /// from); returns the documents' slots.
+    fn insert(
+        &mut self,
+        py: Python<'_>,
+        trees: Vec<PyRefMut<'_, DocTree>>,
+        labels: Vec<Vec<u64>>,
+        doc_ids: Vec<Bound<'_, PyString>>,
+        texts: Vec<Bound<'_, PyString>>,
+    ) -> PyResult<Vec<usize>> {
+        if [labels.len(), doc_ids.len(), texts.len()].iter().any(|&m| m != trees.len()) {
+            return Err(PyValueError::new_err("trees, labels, doc_ids and texts must have the same length"));
+        }
+        for t in &trees {
+            t.get()?;
+        }
+        let mut docs = vec![];
+        for mut t in trees {
+            docs.push(t.tree.take().unwrap().doc);
+        }
+        self.add(py, docs, &labels, doc_ids, texts)
+    }
+
+    /// Adds documents whose trees were saved (each text tokenized once, in
+    /// parallel); per document: its text, sentences `(n, 3)` `(start, end,
+    /// section)`, nodes `(m, 4)` `(start, end, parent or -1, section)` parents
+    /// first, leaf node indices, the leaves' labels, its id and the heading path
+    /// of each section. Returns the documents' slots.
+    #[allow(clippy::too_many_arguments)]
     fn add_docs(
         &mut self,
         py: Python<'_>,
-        texts: Vec<String>,
+        texts: Vec<Bound<'_, PyString>>,
         sentences: Vec<numpy::PyReadonlyArray2<'_, i64>>,
         nodes: Vec<numpy::PyReadonlyArray2<'_, i64>>,
         leaves: Vec<Vec<u32>>,
         labels: Vec<Vec<u64>>,
+        doc_ids: Vec<Bound<'_, PyString>>,
+        headings: Vec<Vec<Vec<String>>>,
     ) -> PyResult<Vec<usize>> {
         let n = texts.len();
-        if [sentences.len(), nodes.len(), leaves.len(), labels.len()].iter().any(|&m| m != n) {
-            return Err(PyValueError::new_err("texts, sentences, nodes, leaves and labels must have the same length"));
+        if [sentences.len(), nodes.len(), leaves.len(), labels.len(), doc_ids.len(), headings.len()].iter().any(|&m| m != n) {
+            return Err(PyValueError::new_err("texts, sentences, nodes, leaves, labels, doc_ids and headings must have the same length"));
         }
         let mut inputs = Vec::with_capacity(n);
         for i in 0..n {
             let sents = rows::<3>(&sentences[i], &format!("sentences[{i}]"))?;
             let tree = rows::<4>(&nodes[i], &format!("nodes[{i}]"))?;
-            inputs.push((sents, tree, leaves[i].clone()));
+            inputs.push((texts[i].to_str()?.to_string(), sents, tree, leaves[i].clone(), headings[i].clone()));
         }
         let tk = &self.tk;
         let docs: Vec<Result<expand::Doc, String>> = py.detach(|| {
             inputs
                 .into_par_iter()
-                .zip(texts.par_iter())
-                .map(|((sents, tree, leaves), text)| {
-                    expand::Doc::new(tk, expand::DocInput {
-                        text,
+                .map(|(text, sents, tree, leaves, headings)| {
+                    let input = expand::DocInput {
+                        text: &text,
                         sentences: sents.into_iter().map(|r| (r[0], r[1], r[2])).collect(),
                         nodes: tree.into_iter().map(|r| (r[0], r[1], r[2], r[3])).collect(),
                         leaves,
-                    })
+                        headings,
+                    };
+                    expand::Doc::new(tk, input, None)
                 })
                 .collect()
         });
@@ -647,69 +839,120 @@ impl Expander {
             .enumerate()
             .map(|(i, d)| d.map_err(|e| PyValueError::new_err(format!("document {i}: {e}"))))
             .collect::<PyResult<_>>()?;
-        docs.into_iter()
-            .zip(&labels)
-            .enumerate()
-            .map(|(i, (d, l))| self.store.add(d, l).map_err(|e| PyValueError::new_err(format!("document {i}: {e}"))))
-            .collect()
+        self.add(py, docs, &labels, doc_ids, texts)
     }
 
     /// Removes the document in `slot`; its labels become free.
     fn remove(&mut self, slot: usize) -> PyResult<()> {
-        self.store.remove(slot).map_err(PyValueError::new_err)
+        self.store.remove(slot).map_err(PyValueError::new_err)?;
+        self.py_docs[slot] = None;
+        Ok(())
     }
 
-    /// Expands hits into passages, from and to Python objects, so that no per-hit
-    /// or per-passage work is left to Python: `hits` is a sequence of objects with `leaf` and
-    /// `score` attributes (`Hit`), `docs[slot]` has `doc_id`, `text` and
-    /// `headings` attributes. Returns `(passages, dropped hits)`, each passage
-    /// a `passage_type` tuple `(doc_id, start, end, token_count, score,
-    /// heading_path, covered hits, document text)`.
-    #[pyo3(signature = (hits, docs, passage_type, window=None, window_tokens=None, parent=false, auto_merge=None, budget=None, order="score", pack="skip", trim=false))]
+    /// `(slot, start, end, heading_path)` of the leaf of each label.
+    fn leaves_of<'py>(&self, py: Python<'py>, labels: Vec<u64>) -> PyResult<Vec<(u32, u32, u32, Bound<'py, pyo3::types::PyTuple>)>> {
+        labels
+            .iter()
+            .map(|&l| {
+                let (slot, start, end, section) =
+                    self.store.leaf(l).ok_or_else(|| PyValueError::new_err(format!("leaf {l} is not in the index")))?;
+                Ok((slot, start, end, self.py_doc(slot)?.headings[section as usize].bind(py).clone()))
+            })
+            .collect()
+    }
+
+    /// The indices of the leaves of the document in `slot` whose section's heading path starts with `prefix`.
+    fn leaves_under(&self, slot: usize, prefix: Vec<String>) -> PyResult<Vec<usize>> {
+        let doc = self.store.doc(slot).ok_or_else(|| PyValueError::new_err(format!("no document in slot {slot}")))?;
+        let rows = doc.node_rows();
+        let under: Vec<bool> = doc.headings().iter().map(|h| h.starts_with(&prefix)).collect();
+        Ok(doc.leaves().iter().enumerate().filter(|&(_, &n)| under[rows[n as usize][3] as usize]).map(|(i, _)| i).collect())
+    }
+
+    /// The saved form of the document in `slot`: `(nodes, leaves, sentences, headings)`,
+    /// nodes `(m, 5)` `(start, end, parent or -1, section, level)`, sentences `(n, 3)`.
+    fn tree<'py>(&self, py: Python<'py>, slot: usize) -> PyResult<SavedTree<'py>> {
+        let doc = self.store.doc(slot).ok_or_else(|| PyValueError::new_err(format!("no document in slot {slot}")))?;
+        let leaves: Vec<i64> = doc.leaves().iter().map(|&l| l as i64).collect();
+        let sents: Vec<i64> = doc.sentence_rows().iter().flatten().map(|&x| x as i64).collect();
+        let sents = numpy::ndarray::Array2::from_shape_vec((sents.len() / 3, 3), sents).unwrap().into_pyarray(py);
+        Ok((node_array(py, &doc.node_rows()), leaves.into_pyarray(py), sents, doc.headings().to_vec()))
+    }
+
+    /// Expands hits into passages of the `passage_type` (a named tuple `(doc_id,
+    /// start, end, token_count, score, heading_path, hits, document)`): hit `i` is
+    /// the leaf `labels[i]` with `scores[i]`, and `hits[i]` is what the passages
+    /// covering it list. Returns `(passages, dropped hits)`.
+    #[pyo3(signature = (hits, labels, scores, passage_type, window=None, window_tokens=None, parent=false, auto_merge=None, budget_tokens=None, order="score", pack="skip", trim=false))]
     #[allow(clippy::too_many_arguments)]
-    fn expand_objects<'py>(
+    fn expand<'py>(
         &self,
         py: Python<'py>,
-        hits: &Bound<'py, PyAny>,
-        docs: &Bound<'py, pyo3::types::PyList>,
+        hits: &Bound<'py, pyo3::types::PyList>,
+        labels: Vec<u64>,
+        scores: Vec<f64>,
         passage_type: &Bound<'py, pyo3::types::PyType>,
         window: Option<u32>,
         window_tokens: Option<u32>,
         parent: bool,
         auto_merge: Option<f64>,
-        budget: Option<usize>,
+        budget_tokens: Option<usize>,
         order: &str,
         pack: &str,
         trim: bool,
     ) -> PyResult<(Bound<'py, pyo3::types::PyList>, Bound<'py, pyo3::types::PyList>)> {
         use pyo3::intern;
         use pyo3::types::{PyList, PyTuple};
-        let params = expand_params(window, window_tokens, parent, auto_merge, budget, order, pack, trim)?;
-        let objects: Vec<Bound<'py, PyAny>> = hits.try_iter()?.collect::<PyResult<_>>()?;
-        let mut pairs = Vec::with_capacity(objects.len());
-        for (i, h) in objects.iter().enumerate() {
-            let leaf = h.getattr(intern!(py, "leaf")).and_then(|x| x.extract::<u64>());
-            let score = h.getattr(intern!(py, "score")).and_then(|x| x.extract::<f64>());
-            match (leaf, score) {
-                (Ok(l), Ok(s)) => pairs.push((l, s)),
-                _ => return Err(PyTypeError::new_err(format!("hits[{i}] is not a Hit (from Index.search)"))),
-            }
+        if labels.len() != hits.len() || scores.len() != hits.len() {
+            return Err(PyValueError::new_err("hits, labels and scores must have the same length"));
         }
-        let payload = self.store.expand(&self.tk, &pairs, &params).map_err(PyValueError::new_err)?;
+        let params = expand_params(window, window_tokens, parent, auto_merge, budget_tokens, order, pack, trim)?;
+        let pairs: Vec<(u64, f64)> = labels.into_iter().zip(scores).collect();
+        let payload = py.detach(|| self.store.expand(&self.tk, &pairs, &params)).map_err(PyValueError::new_err)?;
         let new = py.get_type::<PyTuple>().getattr(intern!(py, "__new__"))?;
         let passages = PyList::empty(py);
         for p in payload.passages {
-            let doc = docs.get_item(p.doc as usize)?;
-            let heading = doc.getattr(intern!(py, "headings"))?.get_item(p.section)?;
-            let covered = PyTuple::new(py, p.hits.iter().map(|&i| &objects[i as usize]))?;
-            let doc_id = doc.getattr(intern!(py, "doc_id"))?;
-            let text = doc.getattr(intern!(py, "text"))?;
-            let row = (doc_id, p.start, p.end, p.tokens, p.score, heading, covered, text);
+            let doc = self.py_doc(p.doc)?;
+            let covered = PyTuple::new(py, p.hits.iter().map(|&i| hits.get_item(i as usize)).collect::<PyResult<Vec<_>>>()?)?;
+            let heading = doc.headings[p.section as usize].bind(py);
+            let row = (doc.id.bind(py), p.start, p.end, p.tokens, p.score, heading, covered, doc.text.bind(py));
             // tuple.__new__, not a hand-made allocation: it also sets what a tuple caches
             passages.append(new.call1((passage_type, row))?)?;
         }
-        let dropped = PyList::new(py, payload.dropped.iter().map(|&i| &objects[i as usize]))?;
+        let dropped = PyList::new(py, payload.dropped.iter().map(|&i| hits.get_item(i as usize)).collect::<PyResult<Vec<_>>>()?)?;
         Ok((passages, dropped))
+    }
+}
+
+type SavedTree<'py> = (Bound<'py, PyArray2<i64>>, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray2<i64>>, Vec<Vec<String>>);
+
+impl Expander {
+    fn py_doc(&self, slot: u32) -> PyResult<&PyDoc> {
+        self.py_docs.get(slot as usize).and_then(Option::as_ref).ok_or_else(|| PyValueError::new_err(format!("no document in slot {slot}")))
+    }
+
+    /// Stores documents with their labels and Python ids and texts; returns their slots.
+    fn add(
+        &mut self,
+        py: Python<'_>,
+        docs: Vec<expand::Doc>,
+        labels: &[Vec<u64>],
+        doc_ids: Vec<Bound<'_, PyString>>,
+        texts: Vec<Bound<'_, PyString>>,
+    ) -> PyResult<Vec<usize>> {
+        let mut slots = vec![];
+        for (i, ((doc, l), (id, text))) in docs.into_iter().zip(labels).zip(doc_ids.into_iter().zip(texts)).enumerate() {
+            let headings = doc
+                .headings()
+                .iter()
+                .map(|h| pyo3::types::PyTuple::new(py, h).map(Bound::unbind))
+                .collect::<PyResult<Vec<_>>>()?;
+            let slot = self.store.add(doc, l).map_err(|e| PyValueError::new_err(format!("document {i}: {e}")))?;
+            debug_assert_eq!(slot, self.py_docs.len());
+            self.py_docs.push(Some(PyDoc { id: id.unbind(), text: text.unbind(), headings }));
+            slots.push(slot);
+        }
+        Ok(slots)
     }
 }
 
@@ -719,6 +962,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Chunker>()?;
     m.add_class::<SpanCounter>()?;
     m.add_class::<Expander>()?;
+    m.add_class::<DocTree>()?;
     m.add_function(wrap_pyfunction!(split_sentences, m)?)?;
     m.add_function(wrap_pyfunction!(py_max_threads, m)?)?;
     m.add_function(wrap_pyfunction!(span_overlaps, m)?)?;

@@ -8,6 +8,16 @@
 
 use crate::tokenizer::{DocTokens, Tokenizer, WordCache};
 
+/// How a span is counted: recounted whole, its trailing whitespace run apart,
+/// or as a recounted head, whole words `[i, j)` from the prefix sums, and a
+/// recounted tail.
+enum Plan {
+    Empty,
+    Whole,
+    Trailing(usize),
+    Parts { head: usize, words: (usize, usize), tail: usize },
+}
+
 pub struct Sizer<'a> {
     pub text: &'a str,
     pub doc: &'a DocTokens,
@@ -47,19 +57,70 @@ impl<'a> Sizer<'a> {
     }
 
     fn count_at(&mut self, s: usize, e: usize, words: Option<(u32, u32)>) -> usize {
+        match self.plan(s, e, words) {
+            Plan::Empty => 0,
+            Plan::Whole => self.recount(s, e),
+            Plan::Trailing(t) => self.count(s, t) + self.recount(t, e),
+            Plan::Parts { head, words: (i, j), tail } => {
+                let inner = if j > i { (self.doc.cum[j] - self.doc.cum[i]) as usize } else { 0 };
+                let head_count = if head > s { self.recount(s, head) } else { 0 };
+                let tail_count = if tail < e { self.recount(tail, e) } else { 0 };
+                head_count + inner + tail_count
+            }
+        }
+    }
+
+    /// Token ids of `text[s..e]` encoded alone (no special tokens), exactly those
+    /// of re-encoding it: on the fast path, with the document's token map, the
+    /// ids of the whole words inside the span are a slice of the document's and
+    /// only the words cut at its edges are encoded again (as [`Self::count`]
+    /// recounts them); otherwise the span is encoded.
+    pub fn token_ids(&mut self, s: usize, e: usize) -> Result<Vec<u32>, String> {
+        let Some(tm) = self.doc.tokens.as_ref().filter(|_| self.doc.exact_words) else {
+            return self.encode(s, e);
+        };
+        match self.plan(s, e, None) {
+            Plan::Empty => Ok(vec![]),
+            Plan::Whole => self.encode(s, e),
+            Plan::Trailing(t) => {
+                let mut ids = self.token_ids(s, t)?;
+                ids.extend(self.encode(t, e)?);
+                Ok(ids)
+            }
+            Plan::Parts { head, words: (i, j), tail } => {
+                let doc = self.doc;
+                let mut ids = if head > s { self.encode(s, head)? } else { vec![] };
+                if j > i {
+                    ids.extend_from_slice(&tm.ids[doc.cum[i] as usize..doc.cum[j] as usize]);
+                }
+                if tail < e {
+                    ids.extend(self.encode(tail, e)?);
+                }
+                Ok(ids)
+            }
+        }
+    }
+
+    fn encode(&mut self, s: usize, e: usize) -> Result<Vec<u32>, String> {
+        let doc = self.tk.analyze(&self.text[s..e], true, self.cache)?;
+        Ok(doc.tokens.map(|t| t.ids).unwrap_or_default())
+    }
+
+    /// How `[s, e)` is counted: see [`Self::count`].
+    fn plan(&self, s: usize, e: usize, words: Option<(u32, u32)>) -> Plan {
         if s >= e {
-            return 0;
+            return Plan::Empty;
         }
         if self.cuts_added(s) || self.cuts_added(e) {
             // a span cutting an added token: what follows the cut is no longer split
             // from it (HF starts a fresh piece after `[CLS]`), so nothing is context free
-            return self.recount(s, e);
+            return Plan::Whole;
         }
         if self.tk.tokenizes_whitespace() && self.text[..e].ends_with(char::is_whitespace) {
             // GPT-2 splits a whitespace run by what follows it: at the end of a
             // text it is one word, so the span's trailing run is counted alone
             let t = s + self.text[s..e].trim_end().len();
-            return if t == s { self.recount(s, e) } else { self.count(s, t) + self.recount(t, e) };
+            return if t == s { Plan::Whole } else { Plan::Trailing(t) };
         }
         let doc = self.doc;
         let start_of = |k: usize| doc.word_start[k] as usize;
@@ -94,12 +155,9 @@ impl<'a> Sizer<'a> {
             }
         }
         if head >= tail {
-            return self.recount(s, e);
+            return Plan::Whole;
         }
-        let inner = if j > i { (doc.cum[j] - doc.cum[i]) as usize } else { 0 };
-        let head_count = if head > s { self.recount(s, head) } else { 0 };
-        let tail_count = if tail < e { self.recount(tail, e) } else { 0 };
-        head_count + inner + tail_count
+        Plan::Parts { head, words: (i, j), tail }
     }
 
     /// True when byte `x` lies strictly inside an added token of the document.

@@ -5,7 +5,7 @@
 use crate::segment::{sentences, split_level, Level};
 use crate::sizer::Sizer;
 use crate::spans::{ceil_char, floor_char, trim, ChunkSpan};
-use crate::structure::{Block, Kind, Outline};
+use crate::structure::{Block, Kind, Outline, Syntax};
 use crate::tokenizer::Tokenizer;
 
 #[derive(Clone, Debug)]
@@ -17,7 +17,7 @@ pub enum Strategy {
     /// Sentences packed up to the limit, overlap in whole sentences.
     Sentence { overlap_sentences: usize },
     /// Sections and blocks of a `markdown`, `rst` or `asciidoc` document.
-    Structured { syntax: String, min_tokens: usize },
+    Structured { syntax: Syntax, min_tokens: usize },
 }
 
 #[derive(Clone, Debug)]
@@ -42,43 +42,79 @@ fn content_budget(max: usize, overlap: usize) -> usize {
 
 /// Chunks one document.
 pub fn chunk(tk: &Tokenizer, text: &str, cfg: &Config) -> Result<Vec<ChunkSpan>, String> {
+    Ok(chunk_with(tk, text, cfg, false)?.0)
+}
+
+/// Chunks one document and gives each chunk's token ids (as if encoded alone,
+/// without special tokens) from the same tokenization: `(chunks, ids, bounds)`,
+/// chunk `i`'s ids being `ids[bounds[i]..bounds[i + 1]]`.
+pub fn chunk_ids(tk: &Tokenizer, text: &str, cfg: &Config) -> Result<(Vec<ChunkSpan>, Vec<u32>, Vec<usize>), String> {
+    let (spans, ids) = chunk_with(tk, text, cfg, true)?;
+    let (ids, bounds) = ids.unwrap_or_default();
+    Ok((spans, ids, bounds))
+}
+
+/// Token ids of `spans` of the analysed document behind `sz`, concatenated, with bounds.
+pub fn span_ids(sz: &mut Sizer, spans: impl Iterator<Item = (usize, usize)>) -> Result<(Vec<u32>, Vec<usize>), String> {
+    let mut ids = vec![];
+    let mut bounds = vec![0];
+    for (s, e) in spans {
+        ids.extend(sz.token_ids(s, e)?);
+        bounds.push(ids.len());
+    }
+    Ok((ids, bounds))
+}
+
+type Ids = Option<(Vec<u32>, Vec<usize>)>;
+
+fn chunk_with(tk: &Tokenizer, text: &str, cfg: &Config, with_ids: bool) -> Result<(Vec<ChunkSpan>, Ids), String> {
     let (s, e) = trim(text, 0, text.len());
     if s >= e {
-        return Ok(vec![]);
+        return Ok((vec![], with_ids.then(|| (vec![], vec![0]))));
     }
     tk.with_cache(|cache| {
-        let with_tokens = matches!(cfg.strategy, Strategy::Token);
+        let with_tokens = with_ids || matches!(cfg.strategy, Strategy::Token);
         let doc = tk.analyze(text, with_tokens, cache)?;
         let mut sz = Sizer::new(tk, text, &doc, cache);
-        let max = cfg.max_tokens;
-        let mut units = vec![];
-        let mut groups = vec![];
-        match &cfg.strategy {
-            Strategy::Token => Ok(token_windows(&mut sz, max, cfg.overlap)),
-            Strategy::Recursive { levels, min_tokens } => {
-                // room for the overlap is reserved: a chunk's new text takes at most `budget`
-                let budget = content_budget(max, cfg.overlap);
-                split_group(&mut sz, levels, (s, e), 0, budget, &mut units, &mut groups);
-                verify_groups(&mut sz, &units, &mut groups, budget);
-                apply_floor(&mut sz, &units, &mut groups, *min_tokens, budget);
-                Ok(with_overlap_in(&mut sz, &units, &groups, max, cfg.overlap, |_| 0))
-            }
-            Strategy::Structured { .. } => Err("use chunk_structured for structured documents".into()),
-            Strategy::Sentence { overlap_sentences } => {
-                let mut sents = vec![];
-                sentences(text, s, e, &mut sents);
-                pack_sentences(&mut sz, &sents, max, *overlap_sentences, &mut units, &mut groups);
-                verify_groups(&mut sz, &units, &mut groups, max);
-                Ok(groups
-                    .iter()
-                    .map(|&(a, b)| {
-                        let (start, end) = (units[a].s, units[b - 1].e);
-                        ChunkSpan { start, end, tokens: sz.exact(start, end) }
-                    })
-                    .collect())
-            }
-        }
+        let spans = chunk_in(&mut sz, (s, e), cfg)?;
+        let ids = if with_ids { Some(span_ids(&mut sz, spans.iter().map(|c| (c.start, c.end)))?) } else { None };
+        Ok((spans, ids))
     })
+}
+
+/// Chunks `[s, e)` (trimmed, not empty) of the analysed document behind `sz`.
+fn chunk_in(sz: &mut Sizer, (s, e): (usize, usize), cfg: &Config) -> Result<Vec<ChunkSpan>, String> {
+    let max = cfg.max_tokens;
+    let mut units = vec![];
+    let mut groups = vec![];
+    match &cfg.strategy {
+        Strategy::Token => Ok(token_windows(sz, max, cfg.overlap)),
+        Strategy::Recursive { levels, min_tokens } => {
+            // room for the overlap is reserved: a chunk's new text takes at most `budget`
+            let budget = content_budget(max, cfg.overlap);
+            split_group(sz, levels, (s, e), 0, budget, &mut units, &mut groups);
+            verify_groups(sz, &units, &mut groups, budget);
+            apply_floor(sz, &units, &mut groups, *min_tokens, budget);
+            Ok(with_overlap_in(sz, &units, &groups, max, cfg.overlap, |_| 0))
+        }
+        Strategy::Structured { .. } => Err("use chunk_structured for structured documents".into()),
+        Strategy::Sentence { overlap_sentences } => Ok(sentence_chunks(sz, (s, e), max, *overlap_sentences)),
+    }
+}
+
+/// The sentence chunker on `[s, e)` of the analysed document behind `sz`.
+pub fn sentence_chunks(sz: &mut Sizer, (s, e): (usize, usize), max: usize, overlap_sentences: usize) -> Vec<ChunkSpan> {
+    let (mut units, mut groups, mut sents) = (vec![], vec![], vec![]);
+    sentences(sz.text, s, e, &mut sents);
+    pack_sentences(sz, &sents, max, overlap_sentences, &mut units, &mut groups);
+    verify_groups(sz, &units, &mut groups, max);
+    groups
+        .iter()
+        .map(|&(a, b)| {
+            let (start, end) = (units[a].s, units[b - 1].e);
+            ChunkSpan { start, end, tokens: sz.exact(start, end) }
+        })
+        .collect()
 }
 
 /// Sentences packed greedily up to `max`, each chunk after the first starting
@@ -511,61 +547,93 @@ pub fn chunk_structured(
     min_tokens: usize,
     overlap: usize,
 ) -> Result<Vec<StructuredSpan>, String> {
+    Ok(structured_with(tk, text, outline, (max, min_tokens, overlap), false)?.0)
+}
+
+/// [`chunk_structured`] and each chunk's token ids from the same tokenization
+/// (see [`chunk_ids`]).
+pub fn chunk_structured_ids(
+    tk: &Tokenizer,
+    text: &str,
+    outline: &Outline,
+    max: usize,
+    min_tokens: usize,
+    overlap: usize,
+) -> Result<(Vec<StructuredSpan>, Vec<u32>, Vec<usize>), String> {
+    let (spans, ids) = structured_with(tk, text, outline, (max, min_tokens, overlap), true)?;
+    let (ids, bounds) = ids.unwrap_or_default();
+    Ok((spans, ids, bounds))
+}
+
+fn structured_with(
+    tk: &Tokenizer,
+    text: &str,
+    outline: &Outline,
+    (max, min_tokens, overlap): (usize, usize, usize),
+    with_ids: bool,
+) -> Result<(Vec<StructuredSpan>, Ids), String> {
+    tk.with_cache(|cache| {
+        let doc = tk.analyze(text, with_ids, cache)?;
+        let mut sz = Sizer::new(tk, text, &doc, cache);
+        let spans = structured_in(&mut sz, outline, max, min_tokens, overlap);
+        let ids = if with_ids { Some(span_ids(&mut sz, spans.iter().map(|c| (c.span.start, c.span.end)))?) } else { None };
+        Ok((spans, ids))
+    })
+}
+
+/// [`chunk_structured`] on the analysed document behind `sz`.
+pub fn structured_in(sz: &mut Sizer, outline: &Outline, max: usize, min_tokens: usize, overlap: usize) -> Vec<StructuredSpan> {
     let full = max;
     // room for the overlap is reserved: a chunk's new text takes at most `max`
     let max = content_budget(full, overlap);
-    tk.with_cache(|cache| {
-        let doc = tk.analyze(text, false, cache)?;
-        let mut sz = Sizer::new(tk, text, &doc, cache);
-        let mut units: Vec<Unit> = vec![];
-        let mut groups: Vec<(usize, usize)> = vec![];
-        let mut info: Vec<GroupInfo> = vec![];
-        let mut open: Option<usize> = None;
-        for b in &outline.blocks {
-            let meta = GroupInfo { section: b.section, kind: b.kind, context: None };
-            // a list too long goes item by item, so that its first items can
-            // stay with the paragraph that introduces it
-            let pieces = if b.kind == Kind::List && b.parts.len() > 1 && sz.count(b.start, b.end) > max {
-                tile(sz.text, b.start, b.end, &b.parts)
-            } else {
-                vec![(b.start, b.end)]
-            };
-            for (a, e) in pieces {
-                if let Some(g) = open.filter(|&g| info[g].section == b.section && info[g].context.is_none()) {
-                    if sz.count(units[groups[g].0].s, e) <= max {
-                        units.push(Unit { s: a, e });
-                        groups[g].1 = units.len();
-                        if info[g].kind == Kind::Heading || e - a > units[groups[g].0].e - units[groups[g].0].s {
-                            info[g].kind = b.kind;
-                        }
-                        continue;
-                    }
-                }
-                if sz.count(a, e) <= max {
+    let mut units: Vec<Unit> = vec![];
+    let mut groups: Vec<(usize, usize)> = vec![];
+    let mut info: Vec<GroupInfo> = vec![];
+    let mut open: Option<usize> = None;
+    for b in &outline.blocks {
+        let meta = GroupInfo { section: b.section, kind: b.kind, context: None };
+        // a list too long goes item by item, so that its first items can
+        // stay with the paragraph that introduces it
+        let pieces = if b.kind == Kind::List && b.parts.len() > 1 && sz.count(b.start, b.end) > max {
+            tile(sz.text, b.start, b.end, &b.parts)
+        } else {
+            vec![(b.start, b.end)]
+        };
+        for (a, e) in pieces {
+            if let Some(g) = open.filter(|&g| info[g].section == b.section && info[g].context.is_none()) {
+                if sz.count(units[groups[g].0].s, e) <= max {
                     units.push(Unit { s: a, e });
-                    groups.push((units.len() - 1, units.len()));
-                    info.push(meta);
-                    open = Some(groups.len() - 1);
-                } else {
-                    if (a, e) == (b.start, b.end) {
-                        split_block(&mut sz, b, max, &mut units, &mut groups, &mut info);
-                    } else {
-                        let item = Block { start: a, end: e, parts: vec![], header: None, ..*b };
-                        split_block(&mut sz, &item, max, &mut units, &mut groups, &mut info);
+                    groups[g].1 = units.len();
+                    if info[g].kind == Kind::Heading || e - a > units[groups[g].0].e - units[groups[g].0].s {
+                        info[g].kind = b.kind;
                     }
-                    open = None;
+                    continue;
                 }
             }
+            if sz.count(a, e) <= max {
+                units.push(Unit { s: a, e });
+                groups.push((units.len() - 1, units.len()));
+                info.push(meta);
+                open = Some(groups.len() - 1);
+            } else {
+                if (a, e) == (b.start, b.end) {
+                    split_block(sz, b, max, &mut units, &mut groups, &mut info);
+                } else {
+                    let item = Block { start: a, end: e, parts: vec![], header: None, ..*b };
+                    split_block(sz, &item, max, &mut units, &mut groups, &mut info);
+                }
+                open = None;
+            }
         }
-        verify_groups_with(&mut sz, &units, &mut groups, max, &mut info);
-        merge_small(&mut sz, &units, &mut groups, &mut info, &outline.sections, min_tokens, max);
-        let spans = with_overlap_in(&mut sz, &units, &groups, full, overlap, |i| info[i].section);
-        Ok(spans
-            .into_iter()
-            .zip(&info)
-            .map(|(span, g)| StructuredSpan { span, section: g.section, kind: g.kind, context: g.context })
-            .collect())
-    })
+    }
+    verify_groups_with(sz, &units, &mut groups, max, &mut info);
+    merge_small(sz, &units, &mut groups, &mut info, &outline.sections, min_tokens, max);
+    let spans = with_overlap_in(sz, &units, &groups, full, overlap, |i| info[i].section);
+    spans
+        .into_iter()
+        .zip(&info)
+        .map(|(span, g)| StructuredSpan { span, section: g.section, kind: g.kind, context: g.context })
+        .collect()
 }
 
 /// Pieces that tile `[s, e)` (trimmed), one per part, each from its part's start

@@ -8,6 +8,35 @@ use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 use crate::spans::trim;
 
+/// The markup whose headings open sections.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Syntax {
+    Markdown,
+    Rst,
+    Asciidoc,
+}
+
+impl Syntax {
+    /// The syntax called `name` (`"markdown"`, `"rst"`, `"asciidoc"`).
+    pub fn from_name(name: &str) -> Result<Syntax, String> {
+        match name {
+            "markdown" => Ok(Syntax::Markdown),
+            "rst" => Ok(Syntax::Rst),
+            "asciidoc" => Ok(Syntax::Asciidoc),
+            other => Err(format!("syntax must be 'markdown', 'rst' or 'asciidoc', not {other:?}")),
+        }
+    }
+}
+
+/// The outline of `text` in `syntax`.
+pub fn outline(text: &str, syntax: Syntax) -> Outline {
+    match syntax {
+        Syntax::Markdown => markdown(text),
+        Syntax::Rst => titled(text, false),
+        Syntax::Asciidoc => titled(text, true),
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
     Text = 0,

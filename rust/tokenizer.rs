@@ -6,6 +6,7 @@
 //! spans, with a prefix sum of their token counts) and, on request, its tokens.
 //! Every sizing decision of the chunkers runs on that map.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use aho_corasick::AhoCorasick;
@@ -217,6 +218,9 @@ pub struct Tokenizer {
     bpe: Option<FastBpe>,
     /// How a word of printable ASCII normalizes on the BERT path: `Some(lowercase)`.
     ascii_lowercase: Option<bool>,
+    /// Texts and bytes [`Self::analyze`] has tokenized (a diagnostic: tests
+    /// check that each document is tokenized once).
+    tokenized: (AtomicUsize, AtomicUsize),
 }
 
 /// Greedy longest-match-first WordPiece over HF's vocabulary (same result as
@@ -293,7 +297,8 @@ impl Tokenizer {
             (Path::Fast { byte_level: false, .. }, Some(NormalizerWrapper::BertNormalizer(n))) => Some(n.lowercase),
             _ => None,
         };
-        Ok(Tokenizer { hf, path, caches: Mutex::new(Vec::new()), specials, pad_id, wordpiece, bpe, ascii_lowercase })
+        let tokenized = Default::default();
+        Ok(Tokenizer { hf, path, caches: Mutex::new(Vec::new()), specials, pad_id, wordpiece, bpe, ascii_lowercase, tokenized })
     }
 
     /// Learns the single-sequence template (e.g. `[CLS] A [SEP]`) from HF's post-processor.
@@ -304,6 +309,11 @@ impl Tokenizer {
         let first = mask.iter().position(|&m| m == 0).unwrap_or(ids.len());
         let last = mask.iter().rposition(|&m| m == 0).map_or(first, |p| p + 1);
         Ok((ids[..first].to_vec(), ids[last..].to_vec()))
+    }
+
+    /// `(texts, bytes)` tokenized by [`Self::analyze`] so far.
+    pub fn tokenized(&self) -> (usize, usize) {
+        (self.tokenized.0.load(Ordering::Relaxed), self.tokenized.1.load(Ordering::Relaxed))
     }
 
     /// The special tokens added before and after a sequence.
@@ -367,6 +377,8 @@ impl Tokenizer {
         if text.len() >= u32::MAX as usize {
             return Err("a text longer than 4 GiB".into());
         }
+        self.tokenized.0.fetch_add(1, Ordering::Relaxed);
+        self.tokenized.1.fetch_add(text.len(), Ordering::Relaxed);
         let mut doc = DocTokens::new(with_tokens, true);
         let fast = self.fast_walk(text, cache, &mut |s, e, toks, added| {
             if toks.is_empty() {

@@ -136,9 +136,9 @@ def test_budget_covers_the_best_hit(index, data):
     if options["auto_merge"] is not None:
         units = auto_merge_nodes(index, hits, options["auto_merge"])
         if (best.doc_id, leaf_node(index, best)) not in units:
-            (node,) = [n for (d, n), doc in units.items()
-                       if d == best.doc_id and doc.nodes[n, 0] <= best.start and best.end <= doc.nodes[n, 1]]
-            nodes = index._docs[int(index._label_slot[best.leaf])].nodes
+            (node,) = [n for (d, n), tree in units.items()
+                       if d == best.doc_id and tree.nodes[n, 0] <= best.start and best.end <= tree.nodes[n, 1]]
+            nodes = index.tree(best.doc_id).nodes
             span = (int(nodes[node, 0]), int(nodes[node, 1]))
     size = index.tokenizer.count(index.document(best.doc_id)[span[0]:span[1]])
     budget = data.draw(st.integers(0, 3 * size + 50))
@@ -148,6 +148,33 @@ def test_budget_covers_the_best_hit(index, data):
     if size <= budget:
         assert covering and covering[0].start <= span[0] and span[1] <= covering[0].end
     assert index.expand(hits, budget_tokens=10**9, **options) == index.expand(hits, **options)
+
+def test_build_tokenizes_each_document_once(encoder):
+    """Sections, parents, leaves and the leaves' embeddings all come from one
+    tokenization of each document (the tokenizer counts what it tokenizes)."""
+    prose = [{"id": "notes.txt", "text": " ".join(f"word{i} and more, then" for i in range(400))},
+             {"id": "a.md", "text": "# Cats\n\nCats purr. They sleep a lot.\n\n## Food\n\n| kind | amount |\n|---|---|\n| fish | 2 |"},
+             {"id": "empty.md", "text": "   "}]
+    index = Index(encoder, leaf_tokens=24, parent_tokens=(120, 60))
+    before = index.tokenizer.tokenized
+    index.add(prose)
+    texts, nbytes = (a - b for a, b in zip(index.tokenizer.tokenized, before))
+    assert (texts, nbytes) == (len(prose), sum(len(d["text"].encode()) for d in prose))
+    # a leaf cut inside a word (a URL longer than a leaf) re-encodes only the cut word's piece
+    docs = small_docs()
+    before = index.tokenizer.tokenized
+    index.add(docs)
+    texts, nbytes = (a - b for a, b in zip(index.tokenizer.tokenized, before))
+    size = sum(len(d["text"].encode()) for d in docs)
+    assert texts >= len(docs) and size <= nbytes < 1.01 * size
+    # the leaves' vectors are those of their texts embedded alone
+    leaves = index.leaves("notes.txt")
+    assert max(index.tokenizer.count(h.text) for h in leaves) <= 24
+    some = leaves[:3] + index.leaves(docs[1]["id"])
+    expected = encoder.embed([h.text for h in some])
+    got = np.asarray(index._hnsw.get_items([h.leaf for h in some]), np.float32)
+    np.testing.assert_allclose(got, expected / np.linalg.norm(expected, axis=1, keepdims=True), atol=1e-5)
+
 
 def test_leaves_and_payload_objects(index):
     """Hand-built hits from the public constructor; passages share the document text."""
@@ -183,15 +210,19 @@ def reference_auto_merge(index: Index, hits: list[Hit], ratio: float) -> set[tup
 
 
 def leaf_node(index: Index, hit: Hit) -> int:
-    return int(index._docs[int(index._label_slot[hit.leaf])].leaves[int(index._label_leaf[hit.leaf])])
+    """The node of a hit's leaf in its document's tree."""
+    tree = index.tree(hit.doc_id)
+    spans = tree.nodes[tree.leaves, :2]
+    (at,) = np.flatnonzero((spans[:, 0] == hit.start) & (spans[:, 1] == hit.end))
+    return int(tree.leaves[at])
 
 
 def auto_merge_nodes(index: Index, hits: list[Hit], ratio: float) -> dict:
-    """The merged units of :func:`reference_auto_merge`: ``{(doc_id, node): doc}``."""
+    """The merged units of :func:`reference_auto_merge`: ``{(doc_id, node): tree}``."""
     units = {}
+    trees = {doc_id: index.tree(doc_id) for doc_id in {h.doc_id for h in hits}}
     for h in hits:
-        doc = index._docs[int(index._label_slot[h.leaf])]
-        units[(doc.doc_id, int(doc.leaves[int(index._label_leaf[h.leaf])]))] = doc
+        units[(h.doc_id, leaf_node(index, h))] = trees[h.doc_id]
     while True:
         groups: dict[tuple[str, int], list] = {}
         for (doc_id, node), doc in units.items():

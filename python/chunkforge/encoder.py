@@ -296,23 +296,33 @@ class Encoder:
         first where the cache is empty, e.g. on another machine)."""
         return (_call, self._recipe)
 
-    def embed_token_ids(self, token_ids: Sequence[np.ndarray]) -> np.ndarray:
+    def embed_token_ids(self, token_ids: Sequence[np.ndarray], show_progress: bool | None | Any = False) -> np.ndarray:
         """:meth:`embed` for texts already tokenized: each one's token ids without special
-        tokens (e.g. slices of a document tokenized once, as the bulk job passes them).
-        Batching, padding, the overflow policy and the results are those of :meth:`embed`
-        on the texts themselves (the same inputs reach the graph).
+        tokens (e.g. slices of a document tokenized once, as the bulk job and the index
+        pass them). Batching, padding, the overflow policy and the results are those of
+        :meth:`embed` on the texts themselves (the same inputs reach the graph);
+        ``show_progress`` as for :meth:`embed`.
 
         >>> enc = Encoder.default()  # doctest: +SKIP
         >>> ids = enc.tokenizer.encode_offsets("reset my password").ids  # doctest: +SKIP
         >>> bool((enc.embed_token_ids([ids]) == enc.embed(["reset my password"])).all())  # doctest: +SKIP
         True
         """
+        from ._progress import progress
+
         token_ids = list(token_ids)
         lengths = np.fromiter((len(ids) for ids in token_ids), np.int64, len(token_ids)) + sum(self._specials)
         out = np.empty((len(token_ids), self.dim), np.float32)
-        for idx in self._length_batches(lengths, [f"token_ids[{i}]" for i in range(len(token_ids))], stacklevel=4):
-            ids, mask = self._padded([token_ids[i] for i in idx])
-            out[idx] = self._run(self._session, ids, mask, POOLED_OUTPUT)
+        owned = not hasattr(show_progress, "update")
+        bar = progress(show_progress, total=len(token_ids), unit=" texts", desc="embedding") if owned else show_progress
+        try:
+            for idx in self._length_batches(lengths, [f"token_ids[{i}]" for i in range(len(token_ids))], stacklevel=4):
+                ids, mask = self._padded([token_ids[i] for i in idx])
+                out[idx] = self._run(self._session, ids, mask, POOLED_OUTPUT)
+                bar.update(len(idx))
+        finally:
+            if owned:
+                bar.close()
         return out
 
     def _padded(self, token_ids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

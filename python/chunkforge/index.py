@@ -29,7 +29,6 @@ import re
 import shutil
 import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
-import dataclasses
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -41,7 +40,6 @@ from . import _native
 from ._atomic import atomic_path
 from ._recommended import RECOMMENDED
 from ._rwlock import RWLock, reads, writes
-from .chunkers import SentenceChunker
 from .chunkers.markdown import syntax_for_path
 from .chunkers._base import check_int
 from .chunkers.hierarchy import node_id
@@ -120,6 +118,19 @@ class Passage(NamedTuple):
                 f"score={self.score!r}, heading_path={self.heading_path!r}, hits={len(self.hits)}, text={text!r})")
 
 
+class DocumentTree(NamedTuple):
+    """A document's tree in an index: ``nodes`` ``(m, 5)`` rows ``(start, end, parent
+    or -1, section, level)`` (sections at level 0, leaves at the bottom; parents come
+    before their children), ``leaves`` the node index of each leaf in text order,
+    ``sentences`` ``(n, 3)`` rows ``(start, end, section)``, ``headings`` the heading
+    path of each section. Offsets index the document's ``str``."""
+
+    nodes: np.ndarray
+    leaves: np.ndarray
+    sentences: np.ndarray
+    headings: list[list[str]]
+
+
 class Payload(NamedTuple):
     """Passages (no character twice) and the hits the budget left out."""
 
@@ -146,17 +157,27 @@ class Payload(NamedTuple):
 
 @dataclass(slots=True)
 class _Doc:
-    """One document in memory: ids, text, tree (nodes parents first) and sentences."""
+    """What Python keeps of a document (its tree lives in the native store): ids,
+    text, the label of each leaf and the BM25 passage of each leaf."""
 
     doc_id: str
     source: str
     text: str
-    headings: list[tuple[str, ...]]
-    nodes: np.ndarray  # (m, 5) int64: start, end, parent (-1), section, level
-    leaves: np.ndarray  # node index of each leaf
-    labels: np.ndarray  # label of each leaf
-    sentences: np.ndarray  # (n, 3) int64: start, end, section
-    passages: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))  # BM25 unit of each leaf
+    labels: np.ndarray
+    passages: np.ndarray
+
+
+@dataclass(slots=True)
+class _Tree:
+    """A document cut into its tree, not yet in the index: its native tree (nodes
+    and leaves' token ids), and for BM25 the spans of its leaves' parents."""
+
+    doc_id: str
+    source: str
+    text: str
+    native: Any  # _native.DocTree
+    parents: np.ndarray  # (p, 2) start, end of each BM25 passage
+    leaf_parent: np.ndarray  # the passage of each leaf
 
 
 class Index:
@@ -213,7 +234,6 @@ class Index:
         self._docs: list[_Doc | None] = []
         self._slot_of: dict[str, int] = {}
         self._label_slot = np.zeros(0, np.int64)
-        self._label_leaf = np.zeros(0, np.int64)
         self._next_label = 0
         self._hnsw: Any = None
         self._vectors = np.zeros((0, 0), np.float16)  # unit vector of each label (hnswlib's get_items is slow)
@@ -222,7 +242,6 @@ class Index:
         self._label_passage = np.zeros(0, np.int64)
         self._passage_labels: dict[int, np.ndarray] = {}
         self._expander = _native.Expander(self.tokenizer._native)
-        self._chunkers = {n: SentenceChunker(self.tokenizer, max_tokens=n) for n in sizes}
         # readers (search, expand, query, save, ...) see one version: add/delete write alone
         self._lock = RWLock()
 
@@ -274,6 +293,18 @@ class Index:
         return self._doc(doc_id).text
 
     @reads
+    def tree(self, doc_id: str) -> DocumentTree:
+        """A copy of a document's tree as the index stores it (natively).
+
+        >>> index.tree("a.md").headings  # doctest: +SKIP
+        [['Cats']]
+        """
+        slot = self._slot_of.get(doc_id)
+        if slot is None:
+            raise KeyError(f"no document {doc_id!r} in the index")
+        return DocumentTree(*self._expander.tree(slot))
+
+    @reads
     def leaves(self, doc_id: str | None = None, score: float = 1.0) -> list[Hit]:
         """Every leaf (of one document, or of all in insertion order) as a
         :class:`Hit` with ``score``, in text order: hits built by hand for
@@ -283,7 +314,8 @@ class Index:
         ['# Cats', 'Cats purr.', 'They sleep a lot.']
         """
         docs = self._docs if doc_id is None else [self._doc(doc_id)]
-        return [self._hit(label, score) for doc in docs if doc is not None for label in doc.labels.tolist()]
+        labels = [label for doc in docs if doc is not None for label in doc.labels.tolist()]
+        return self._hits(labels, [score] * len(labels))
 
     def add(self, docs: Iterable[str | Mapping[str, Any]], show_progress: bool | None = False) -> None:
         """Adds documents: strings (ids ``doc-<n>``) or mappings with ``text``
@@ -297,26 +329,32 @@ class Index:
         if not records:
             return
         # the slow part (structure, embedding) runs while readers go on
-        built = [self._structure(*r) for r in records]
-        texts = [t for b in built for t in self._leaf_texts(b)]
-        vectors = self.encoder.embed(texts, show_progress=show_progress)
+        trees = self._build(records)
+        token_ids = [ids for tree in trees for ids in _split(*tree.native.leaf_token_ids)]
+        vectors = self.encoder.embed_token_ids(token_ids, show_progress=show_progress)
         with self._lock.write():
             taken = [r[0] for r in records if r[0] in self._slot_of]
             if taken:
                 raise ValueError(f"document id {taken[0]!r} is already in the index (added meanwhile)")
-            labels = np.arange(self._next_label, self._next_label + len(texts), dtype=np.int64)
+            labels = np.arange(self._next_label, self._next_label + len(token_ids), dtype=np.int64)
             self._check_free(labels)
-            at = 0
-            for doc in built:
-                doc.labels = labels[at:at + len(doc.leaves)]
-                at += len(doc.leaves)
-            self._ensure_hnsw(self.encoder.dim, self._next_label + len(texts))
-            if len(texts):
+            self._ensure_hnsw(self.encoder.dim, self._next_label + len(token_ids))
+            if len(token_ids):
                 # one thread: hnswlib's parallel insertion makes the graph depend on scheduling
                 self._hnsw.add_items(vectors, labels, num_threads=1)
                 self._graph_top = int(labels.max()) + 1
                 self._keep_vectors(labels, vectors)
-            self._attach(built)
+            per_doc = np.split(labels, np.cumsum([len(t.leaf_parent) for t in trees])[:-1]) if trees else []
+            slots = self._expander.insert([t.native for t in trees], [x.tolist() for x in per_doc],
+                                          [t.doc_id for t in trees], [t.text for t in trees])
+            self._register(trees, per_doc, slots)
+
+    def _build(self, records: list[tuple[str, str, str, str | None]]) -> list[_Tree]:
+        """The trees of new documents (native code: each document tokenized once,
+        sections, parents and leaves cut from that one tokenization)."""
+        natives = self._expander.build([r[2] for r in records], [r[3] for r in records], self.leaf_tokens,
+                                       list(self.parent_tokens))
+        return [_tree(r, native) for r, native in zip(records, natives)]
 
     def _check_free(self, labels: np.ndarray) -> None:
         """New labels must be unused by live leaves and by the graph (a corrupt
@@ -336,7 +374,7 @@ class Index:
         """
         doc = self._doc(doc_id)
         slot = self._slot_of.pop(doc_id)
-        self._leaves -= len(doc.leaves)
+        self._leaves -= len(doc.labels)
         for label in doc.labels.tolist():
             self._hnsw.mark_deleted(label)
         self._label_slot[doc.labels] = -1
@@ -345,11 +383,6 @@ class Index:
         for p in np.unique(doc.passages).tolist():
             self._bm25.remove(p)
             del self._passage_labels[p]
-
-    @staticmethod
-    def _leaf_texts(doc: _Doc) -> list[str]:
-        """Texts of a document's leaves (what gets embedded and BM25-indexed)."""
-        return [doc.text[s:e] for s, e in doc.nodes[doc.leaves, :2].tolist()]
 
     def _records(self, docs: Iterable[str | Mapping[str, Any]]) -> list[tuple[str, str, str, str | None]]:
         if isinstance(docs, (str, Mapping)):
@@ -381,94 +414,28 @@ class Index:
             return self.structure
         return syntax_for_path(doc_id)
 
-    def _structure(self, doc_id: str, source: str, text: str, syntax: str | None) -> _Doc:
-        """Sections, parents and sentence leaves of one document."""
-        sections = _sections(self.tokenizer, text, syntax)
-        nodes: list[tuple[int, int, int, int, int]] = []
-        leaves: list[int] = []
-        sentences: list[tuple[int, int, int]] = []
-        levels = len(self.parent_tokens)
-        for sec, (start, end, _) in enumerate(sections):
-            sentences.extend((start + s, start + e, sec) for s, e in _native.split_sentences(text[start:end]))
-            nodes.append((start, end, -1, sec, 0))
-            stack = [(len(nodes) - 1, 1)]
-            while stack:
-                parent, level = stack.pop()
-                ps, pe = nodes[parent][:2]
-                if level > levels:
-                    for s, e in self._sentence_leaves(text[ps:pe]):
-                        leaves.append(len(nodes))
-                        nodes.append((ps + s, ps + e, parent, sec, level))
-                    continue
-                pieces = self._chunkers[self.parent_tokens[level - 1]].spans(text[ps:pe])
-                children = []
-                for s, e in zip(pieces.start.tolist(), pieces.end.tolist()):
-                    children.append(len(nodes))
-                    nodes.append((ps + s, ps + e, parent, sec, level))
-                stack.extend((c, level + 1) for c in reversed(children))
-        # keep parents before children and leaves in document order
-        order = sorted(range(len(nodes)), key=lambda i: (nodes[i][0], nodes[i][4]))
-        rank = {old: new for new, old in enumerate(order)}
-        table = np.array([(*nodes[i][:2], rank.get(nodes[i][2], -1), *nodes[i][3:]) for i in order], np.int64)
-        table = table.reshape(-1, 5)
-        leaf_nodes = np.array(sorted(rank[i] for i in leaves), np.int64)
-        sent = np.array(sentences, np.int64).reshape(-1, 3)
-        return _Doc(doc_id, source, text, [h for _, _, h in sections], table, leaf_nodes, np.zeros(0, np.int64), sent)
-
-    def _sentence_leaves(self, text: str) -> list[tuple[int, int]]:
-        """One span per sentence of ``text``; a sentence over ``leaf_tokens`` is cut
-        at clauses, then words, then tokens."""
-        spans = _native.split_sentences(text)
-        if not spans:
-            return []
-        counts = self.tokenizer.span_counter(text).count_many([s for s, _ in spans], [e for _, e in spans])
-        out: list[tuple[int, int]] = []
-        for (s, e), n in zip(spans, counts):
-            if n <= self.leaf_tokens:
-                out.append((s, e))
-                continue
-            pieces = self._chunkers[self.leaf_tokens].spans(text[s:e])
-            out.extend((s + a, s + b) for a, b in zip(pieces.start.tolist(), pieces.end.tolist()))
-        return out
-
-    def _attach(self, built: list[_Doc]) -> None:
-        """Registers documents whose leaves have labels (and vectors in the graph)."""
-        slots = self._expander.add_docs(
-            [d.text for d in built],
-            [d.sentences for d in built],
-            [d.nodes[:, :4] for d in built],
-            [d.leaves.tolist() for d in built],
-            [d.labels.tolist() for d in built],
-        )
-        top = max([self._next_label, *(int(d.labels.max()) + 1 for d in built if len(d.labels))])
+    def _register(self, trees: list[_Tree], labels: list[np.ndarray], slots: list[int]) -> None:
+        """Registers documents now in the native store (in ``slots``), their leaves labelled."""
+        top = max([self._next_label, *(int(x.max()) + 1 for x in labels if len(x))])
         if top > len(self._label_slot):
             grow = top - len(self._label_slot)
             self._label_slot = np.concatenate([self._label_slot, np.full(grow, -1, np.int64)])
-            self._label_leaf = np.concatenate([self._label_leaf, np.full(grow, -1, np.int64)])
-        for slot, doc in zip(slots, built):
-            assert slot == len(self._docs)
+            self._label_passage = np.concatenate([self._label_passage, np.full(top - len(self._label_passage), -1, np.int64)])
+        for slot, tree, doc_labels in zip(slots, trees, labels):
+            if slot != len(self._docs):
+                raise CorruptIndexError(f"document {tree.doc_id!r}: the native store is out of step (slot {slot})")
+            ids = np.asarray(self._bm25.add([tree.text[s:e] for s, e in tree.parents.tolist()]), np.int64)
+            doc = _Doc(tree.doc_id, tree.source, tree.text, doc_labels, ids[tree.leaf_parent])
             self._docs.append(doc)
             self._slot_of[doc.doc_id] = slot
-            self._leaves += len(doc.leaves)
-            self._label_slot[doc.labels] = slot
-            self._label_leaf[doc.labels] = np.arange(len(doc.labels))
-            self._index_passages(doc)
+            self._leaves += len(doc_labels)
+            self._label_slot[doc_labels] = slot
+            self._label_passage[doc_labels] = doc.passages
+            order = np.argsort(tree.leaf_parent, kind="stable")
+            bounds = np.cumsum(np.bincount(tree.leaf_parent, minlength=len(ids)))[:-1]
+            for p, members in zip(ids.tolist(), np.split(doc_labels[order], bounds)):
+                self._passage_labels[p] = members
         self._next_label = top
-
-    def _index_passages(self, doc: _Doc) -> None:
-        """BM25 over the parents of ``doc``'s leaves (its sections when there are no parent levels)."""
-        parents = doc.nodes[doc.leaves, 2]
-        nodes, first = np.unique(parents, return_inverse=True)
-        ids = self._bm25.add([doc.text[s:e] for s, e in doc.nodes[nodes, :2].tolist()])
-        doc.passages = np.asarray(ids, np.int64)[first]
-        if len(doc.labels):
-            if int(doc.labels.max()) >= len(self._label_passage):
-                grow = int(doc.labels.max()) + 1 - len(self._label_passage)
-                self._label_passage = np.concatenate([self._label_passage, np.full(grow, -1, np.int64)])
-            self._label_passage[doc.labels] = doc.passages
-        order = np.argsort(first, kind="stable")
-        for p, labels in zip(ids, np.split(doc.labels[order], np.cumsum(np.bincount(first, minlength=len(ids)))[:-1])):
-            self._passage_labels[p] = labels
 
     def _doc(self, doc_id: str) -> _Doc:
         slot = self._slot_of.get(doc_id)
@@ -529,9 +496,10 @@ class Index:
         allowed = self._allowed(doc_id, source, heading_prefix)
         vector = self.encoder.embed_query(query)
         if not (self.hybrid if hybrid is None else hybrid):
-            return [self._hit(label, score) for label, score in self._dense(vector, k, allowed)]
-        best = self._fused(query, vector, max(k, DENSE_POOL), allowed)
-        return [self._hit(label, score) for label, score in best[:k]]
+            best = self._dense(vector, k, allowed)
+        else:
+            best = self._fused(query, vector, max(k, DENSE_POOL), allowed)[:k]
+        return self._hits([label for label, _ in best], [score for _, score in best])
 
     def _fused(self, query: str, vector: np.ndarray, pool: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
         """``(label, score)`` of the candidate leaves, best first: the ``pool`` nearest leaves
@@ -562,14 +530,16 @@ class Index:
         mask[self._label_passage[np.flatnonzero(allowed)]] = True
         return mask
 
-    def _hit(self, label: int, score: float) -> Hit:
-        doc = self._docs[int(self._label_slot[label])]
-        assert doc is not None
-        node = int(doc.leaves[int(self._label_leaf[label])])
-        start, end, _, sec, level = doc.nodes[node].tolist()
-        heading = doc.headings[sec]
-        return Hit(doc.doc_id, start, end, float(score), doc.text[start:end], heading,
-                   node_id(doc.doc_id, start, end, level), int(label))
+    def _hits(self, labels: Sequence[int], scores: Sequence[float]) -> list[Hit]:
+        """Hits of leaves ``labels`` with ``scores``."""
+        level = len(self.parent_tokens) + 1
+        out = []
+        for (slot, start, end, heading), label, score in zip(self._expander.leaves_of(labels), labels, scores):
+            doc = self._docs[slot]
+            assert doc is not None
+            out.append(Hit(doc.doc_id, start, end, float(score), doc.text[start:end], heading,
+                           node_id(doc.doc_id, start, end, level), int(label)))
+        return out
 
     def _allowed(
         self, doc_id: str | Collection[str] | None, source: str | Collection[str] | None, prefix: Sequence[str] | None
@@ -591,8 +561,7 @@ class Index:
             if prefix is None:
                 mask[doc.labels] = True
                 continue
-            good = np.array([h[:len(prefix)] == prefix for h in doc.headings], bool)
-            mask[doc.labels[good[doc.nodes[doc.leaves, 3]]]] = True
+            mask[doc.labels[self._expander.leaves_under(self._slot_of[doc.doc_id], list(prefix))]] = True
         return mask
 
     def _dense(self, vector: np.ndarray, k: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
@@ -661,8 +630,15 @@ class Index:
             raise ValueError(f"auto_merge must be a ratio in [0, 1), not {auto_merge!r}")
         if budget_tokens is not None:
             budget_tokens = check_int("budget_tokens", budget_tokens, 0)
-        passages, dropped = self._expander.expand_objects(
-            hits, self._docs, Passage, window, window_tokens, bool(parent), auto_merge, budget_tokens, order, pack,
+        hits = list(hits)
+        try:
+            labels = [h.leaf for h in hits]
+            scores = [h.score for h in hits]
+        except AttributeError:
+            bad = next(i for i, h in enumerate(hits) if not hasattr(h, "leaf") or not hasattr(h, "score"))
+            raise TypeError(f"hits[{bad}] is not a Hit (from Index.search)") from None
+        passages, dropped = self._expander.expand(
+            hits, labels, scores, Passage, window, window_tokens, bool(parent), auto_merge, budget_tokens, order, pack,
             bool(trim)
         )
         return Payload(passages, dropped)
@@ -712,18 +688,24 @@ class Index:
                 shutil.rmtree(root / old, ignore_errors=True)
 
     def _write(self, folder: Path) -> None:
-        docs = [d for d in self._docs if d is not None]
+        slots = [slot for slot, d in enumerate(self._docs) if d is not None]
+        docs = [self._docs[slot] for slot in slots]
+        trees = [self._expander.tree(slot) for slot in slots]  # nodes, leaves, sentences, headings
         pq.write_table(pa.table({
             "doc_id": pa.array([d.doc_id for d in docs], pa.string()),
             "source": pa.array([d.source for d in docs], pa.string()),
             "text": pa.array([d.text for d in docs], pa.large_string()),
-            "headings": pa.array([json.dumps(d.headings, ensure_ascii=False) for d in docs], pa.string()),
+            "headings": pa.array([json.dumps(t[3], ensure_ascii=False) for t in trees], pa.string()),
         }), folder / "docs.parquet")
-        nodes = [np.column_stack([np.full(len(d.nodes), i), d.nodes, _leaf_labels(d)]) for i, d in enumerate(docs)]
+        nodes = []
+        for i, (d, (table, leaves, _, _)) in enumerate(zip(docs, trees)):
+            labels = np.full(len(table), -1, np.int64)
+            labels[leaves] = d.labels
+            nodes.append(np.column_stack([np.full(len(table), i), table, labels]))
         table = np.concatenate(nodes) if nodes else np.zeros((0, 7), np.int64)
         pq.write_table(pa.table({name: table[:, i] for i, name in enumerate(
             ("doc", "start", "end", "parent", "section", "level", "label"))}), folder / "nodes.parquet")
-        sents = [np.column_stack([np.full(len(d.sentences), i), d.sentences]) for i, d in enumerate(docs)]
+        sents = [np.column_stack([np.full(len(t[2]), i), t[2]]) for i, t in enumerate(trees)]
         table = np.concatenate(sents) if sents else np.zeros((0, 4), np.int64)
         pq.write_table(pa.table({name: table[:, i] for i, name in enumerate(("doc", "start", "end", "section"))}),
                        folder / "sentences.parquet")
@@ -781,7 +763,6 @@ class Index:
             raise CorruptIndexError(f"corrupt index: {manifest_file}: bad settings ({exc})") from exc
         index.tokenizer = tokenizer
         index._expander = _native.Expander(tokenizer._native)
-        index._chunkers = {n: SentenceChunker(tokenizer, max_tokens=n) for n in index._chunkers}
         index._dim = manifest["dim"]
         try:
             docs = pq.read_table(folder / "docs.parquet").to_pydict()
@@ -794,13 +775,13 @@ class Index:
         sent_cols = np.column_stack([sents[c].to_numpy() for c in ("doc", "start", "end", "section")]).reshape(-1, 4)
         node_split = np.searchsorted(node_cols[:, 0], np.arange(len(docs["doc_id"]) + 1))
         sent_split = np.searchsorted(sent_cols[:, 0], np.arange(len(docs["doc_id"]) + 1))
-        built = []
-        for i, doc_id in enumerate(docs["doc_id"]):
+        saved = []
+        for i in range(len(docs["doc_id"])):
             table = node_cols[node_split[i]:node_split[i + 1]]
             leaves = np.flatnonzero(table[:, 6] >= 0)
-            headings = [tuple(h) for h in json.loads(docs["headings"][i])]
-            built.append(_Doc(doc_id, docs["source"][i], docs["text"][i], headings, table[:, 1:6].copy(),
-                              leaves, table[leaves, 6].copy(), sent_cols[sent_split[i]:sent_split[i + 1], 1:].copy()))
+            headings = [list(h) for h in json.loads(docs["headings"][i])]
+            saved.append((table[:, 1:6].copy(), leaves, table[leaves, 6].copy(),
+                          sent_cols[sent_split[i]:sent_split[i + 1], 1:].copy(), headings))
         if (folder / "vectors.hnsw").is_file():
             index._hnsw = hnswlib.Index(space="cosine", dim=manifest["dim"])
             try:
@@ -810,18 +791,29 @@ class Index:
             ids = index._hnsw.get_ids_list()
             index._graph_top = max(ids) + 1 if len(ids) else 0
         try:
-            index._attach(built)
+            index._add_saved(docs, saved)
         except ValueError as exc:
             raise CorruptIndexError(f"corrupt index in {folder}: {exc}") from exc
         if manifest["next_label"] < max(index._next_label, index._graph_top):
             raise CorruptIndexError(f"corrupt index: {manifest_file} says next_label {manifest['next_label']}, "
                                     f"but labels up to {max(index._next_label, index._graph_top) - 1} are in use")
         index._next_label = manifest["next_label"]
-        labels = np.concatenate([d.labels for d in built]) if built else np.zeros(0, np.int64)
+        labels = np.concatenate([s[2] for s in saved]) if saved else np.zeros(0, np.int64)
         for at in range(0, len(labels), 4096):
             part = labels[at:at + 4096]
             index._keep_vectors(part, np.asarray(index._hnsw.get_items(part, return_type="numpy"), np.float32))
         return index
+
+    def _add_saved(self, docs: dict[str, list[Any]], saved: list[tuple[np.ndarray, ...]]) -> None:
+        """Adds documents read from a saved index: ``docs`` columns, and per document
+        its nodes ``(start, end, parent, section, level)``, leaves, labels, sentences
+        and headings (each text tokenized once, by the native store)."""
+        slots = self._expander.add_docs(docs["text"], [s[3] for s in saved], [s[0][:, :4] for s in saved],
+                                        [s[1].tolist() for s in saved], [s[2].tolist() for s in saved],
+                                        docs["doc_id"], [s[4] for s in saved])
+        trees = [_Tree(doc_id, source, text, None, *_passages(nodes, leaves))
+                 for doc_id, source, text, (nodes, leaves, *_) in zip(docs["doc_id"], docs["source"], docs["text"], saved)]
+        self._register(trees, [s[2] for s in saved], slots)
 
     def __repr__(self) -> str:
         return (f"Index({len(self)} documents, {self.leaf_count} leaves, leaf_tokens={self.leaf_tokens}, "
@@ -930,27 +922,6 @@ def _stopwords() -> frozenset[str]:
 _STOPWORDS = _stopwords()
 
 
-def _sections(tokenizer: Tokenizer, text: str, syntax: str | None) -> list[tuple[int, int, tuple[str, ...]]]:
-    """``(start, end, heading_path)`` of the sections of ``text`` (one when no syntax)."""
-    if syntax is None:
-        stripped = text.strip()
-        if not stripped:
-            return []
-        start = len(text) - len(text.lstrip())
-        return [(start, start + len(stripped), ())]
-    chunker = _native.Chunker(tokenizer._native, syntax, SECTION_TOKENS)
-    rows, paths = chunker.structured_batch([text], threads=1)[0]
-    out: list[tuple[int, int, tuple[str, ...]]] = []
-    last = -1
-    for s, e, _, sec in rows[:, :4].tolist():
-        if sec == last:
-            out[-1] = (out[-1][0], e, out[-1][2])
-        else:
-            out.append((s, e, tuple(paths[sec])))
-        last = sec
-    return out
-
-
 def _tokenizer_json(tokenizer: Tokenizer) -> str:
     """The ``tokenizer.json`` text of a tokenizer loaded from a file or the default one."""
     if Path(tokenizer.source).is_file():
@@ -960,10 +931,21 @@ def _tokenizer_json(tokenizer: Tokenizer) -> str:
     raise ValueError(f"cannot save an index whose tokenizer has no file ({tokenizer!r}); load it from a file")
 
 
-def _leaf_labels(doc: _Doc) -> np.ndarray:
-    labels = np.full(len(doc.nodes), -1, np.int64)
-    labels[doc.leaves] = doc.labels
-    return labels
+def _tree(record: tuple[str, str, str, str | None], native: Any) -> _Tree:
+    doc_id, source, text, _ = record
+    return _Tree(doc_id, source, text, native, *_passages(native.nodes, native.leaves))
+
+
+def _passages(nodes: np.ndarray, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The BM25 passages of a tree: ``(start, end)`` of each parent of a leaf (a
+    section when there are no parent levels), and the passage of each leaf."""
+    parents, leaf_parent = np.unique(nodes[leaves, 2], return_inverse=True)
+    return nodes[parents, :2].reshape(-1, 2), leaf_parent.astype(np.int64).reshape(-1)
+
+
+def _split(ids: np.ndarray, bounds: np.ndarray) -> list[np.ndarray]:
+    """``ids[bounds[i]:bounds[i + 1]]`` for each ``i``."""
+    return [ids[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
 
 
 MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {

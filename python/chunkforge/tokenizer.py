@@ -115,6 +115,20 @@ class Tokenizer:
         """True when this tokenizer runs on chunkforge's exact fast path."""
         return self._native.fast_path
 
+    @property
+    def tokenized(self) -> tuple[int, int]:
+        """``(texts, bytes)`` this tokenizer has tokenized whole so far (a diagnostic:
+        the index and the bulk job tokenize each document once; words recounted
+        alone are not counted).
+
+        >>> from chunkforge import RecursiveChunker
+        >>> tok = Tokenizer.default(); before = tok.tokenized
+        >>> _ = RecursiveChunker(tok, max_tokens=8).chunk("one two three")
+        >>> tok.tokenized[0] - before[0]
+        1
+        """
+        return self._native.tokenized
+
     def count(self, text: str) -> int:
         """Number of tokens of ``text``, without special tokens."""
         return self._native.count(text)
