@@ -42,26 +42,31 @@ POLICIES = {
 
 
 def structure_index(leaves: int) -> Index:
-    """An index holding the structure of the first corpus documents up to ``leaves`` leaves."""
+    """An index holding the trees of the first corpus documents up to ``leaves`` leaves,
+    with no vectors (expansion reads the trees only): the index's own build step, its
+    leaves labelled in order, without the embedding and the HNSW graph."""
     index = Index(leaf_tokens=64, parent_tokens=(512,))
-    built, total = [], 0
+    records, total = [], 0
     with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
         for line in f:
             record = json.loads(line)
-            doc = index._structure(*index._records([record])[0])
-            doc.labels = np.arange(total, total + len(doc.leaves), dtype=np.int64)
-            total += len(doc.leaves)
-            built.append(doc)
+            records.append({"id": record["id"], "text": record["text"]})
+            total += record["text"].count(". ") + record["text"].count("\n\n") + 1
             if total >= leaves:
                 break
-    index._attach(built)
+    trees = index._build(index._records(records))
+    counts = np.cumsum([0] + [len(t.leaf_parent) for t in trees])
+    labels = [np.arange(a, b, dtype=np.int64) for a, b in zip(counts[:-1], counts[1:])]
+    slots = index._expander.insert([t.native for t in trees], [x.tolist() for x in labels],
+                                   [t.doc_id for t in trees], [t.text for t in trees])
+    index._register(trees, labels, slots)
     return index
 
 
 def queries(index: Index, n: int, hits: int, seed: int = 0) -> list[list[tuple[int, float]]]:
     """``n`` hit lists: 8 random anchors, the rest within 6 leaves of an anchor."""
     rng = random.Random(seed)
-    total = index._next_label
+    total = index.leaf_count  # labels 0 .. n-1, in order
     out = []
     for _ in range(n):
         anchors = [rng.randrange(total) for _ in range(8)]
@@ -141,13 +146,14 @@ def main() -> None:
 
 def export(index: Index, hit_lists: list, path: Path) -> None:
     """Writes the touched documents' trees, their leaves' window-2 spans and the hits."""
-    touched = sorted({int(index._label_slot[h.leaf]) for hits in hit_lists for h in hits})
+    touched = sorted({h.doc_id for hits in hit_lists for h in hits}, key=index.doc_ids.index)
     docs = []
-    for slot in touched:
-        doc = index._docs[slot]
-        windows = [index.expand([h], window=2).passages[0] for h in index.leaves(doc.doc_id)]
-        docs.append({"id": doc.doc_id, "text": doc.text, "nodes": doc.nodes[:, :3].tolist(),
-                     "leaves": doc.leaves.tolist(), "labels": doc.labels.tolist(),
+    for doc_id in touched:
+        tree = index.tree(doc_id)
+        leaves = index.leaves(doc_id)
+        windows = [index.expand([h], window=2).passages[0] for h in leaves]
+        docs.append({"id": doc_id, "text": index.document(doc_id), "nodes": tree.nodes[:, :3].tolist(),
+                     "leaves": tree.leaves.tolist(), "labels": [h.leaf for h in leaves],
                      "windows": [[w.start, w.end] for w in windows]})
     queries = [[[h.leaf, h.score] for h in hits] for hits in hit_lists]
     path.write_text(json.dumps({"docs": docs, "queries": queries}))

@@ -40,9 +40,12 @@ class RandomLeaves:
         self.encoder, self.tokenizer, self.dim = encoder, encoder.tokenizer, encoder.dim
         self.rng = np.random.default_rng(0)
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], show_progress: bool = False) -> np.ndarray:
         v = self.rng.standard_normal((len(texts), self.dim)).astype(np.float32)
         return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    def embed_token_ids(self, token_ids: list[np.ndarray], show_progress: bool = False) -> np.ndarray:
+        return self.embed([""] * len(token_ids))
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.encoder.embed_query(text)

@@ -623,7 +623,7 @@ impl Store {
     /// Units of one document that overlap or touch (whitespace between) become
     /// one passage with the best score; returns passages unsorted.
     fn merge(&self, mut units: Vec<Unit>, tk: &Tokenizer, cache: &mut WordCache) -> Vec<Passage> {
-        units.sort_unstable_by(|a, b| (a.doc, a.start, std::cmp::Reverse(a.end)).cmp(&(b.doc, b.start, std::cmp::Reverse(b.end))));
+        units.sort_unstable_by_key(|a| (a.doc, a.start, std::cmp::Reverse(a.end)));
         let mut out: Vec<Passage> = Vec::with_capacity(units.len());
         // the node a passage is (NONE when it is not one), and its ends' word indices
         let mut single_node: Vec<(u32, (u32, u32))> = Vec::with_capacity(units.len());

@@ -30,11 +30,7 @@ use split::{Config, Strategy};
 /// Borrows the UTF-8 of a Python `str`; lone surrogates are a ValueError naming `what`.
 fn as_str<'a>(obj: &'a Bound<'_, PyAny>, what: &dyn Fn() -> String) -> PyResult<&'a str> {
     let s = obj.downcast::<PyString>().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "{} must be str, not {}",
-            what(),
-            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-        ))
+        PyTypeError::new_err(format!("{} must be str, not {}", what(), obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()))
     })?;
     s.to_str().map_err(|e| {
         PyValueError::new_err(format!(
@@ -51,8 +47,7 @@ fn collect_texts<'py>(texts: &Bound<'py, PyAny>, holder: &mut Vec<Bound<'py, PyA
     if texts.is_instance_of::<PyString>() {
         return Err(PyTypeError::new_err("texts must be a list of str, not a single str"));
     }
-    let iter = PyIterator::from_object(texts)
-        .map_err(|_| PyTypeError::new_err("texts must be an iterable of str"))?;
+    let iter = PyIterator::from_object(texts).map_err(|_| PyTypeError::new_err("texts must be an iterable of str"))?;
     for item in iter {
         holder.push(item?);
     }
@@ -131,8 +126,7 @@ impl Tokenizer {
     /// Loads a tokenizer from the JSON text of a `tokenizer.json`.
     #[staticmethod]
     fn from_str(json: &str) -> PyResult<Self> {
-        let inner = tokenizer::Tokenizer::from_json(json)
-            .map_err(|e| PyValueError::new_err(format!("not a valid tokenizer.json: {e}")))?;
+        let inner = tokenizer::Tokenizer::from_json(json).map_err(|e| PyValueError::new_err(format!("not a valid tokenizer.json: {e}")))?;
         Ok(Tokenizer { inner: Arc::new(inner) })
     }
 
@@ -141,9 +135,8 @@ impl Tokenizer {
     fn from_file(path: PathBuf) -> PyResult<Self> {
         let json = std::fs::read_to_string(&path)
             .map_err(|e| PyIOError::new_err(format!("cannot read tokenizer file {}: {e}", path.display())))?;
-        let inner = tokenizer::Tokenizer::from_json(&json).map_err(|e| {
-            PyValueError::new_err(format!("{} is not a valid tokenizer.json: {e}", path.display()))
-        })?;
+        let inner = tokenizer::Tokenizer::from_json(&json)
+            .map_err(|e| PyValueError::new_err(format!("{} is not a valid tokenizer.json: {e}", path.display())))?;
         Ok(Tokenizer { inner: Arc::new(inner) })
     }
 
@@ -165,9 +158,7 @@ impl Tokenizer {
         collect_texts(texts, &mut holder)?;
         let strs = borrow_all(&holder)?;
         let tk = &self.inner;
-        let counts = py.detach(|| {
-            parallel_map(&strs, threads, |t| tk.with_cache(|c| tk.count(t, c).map(|n| n as i64)))
-        })?;
+        let counts = py.detach(|| parallel_map(&strs, threads, |t| tk.with_cache(|c| tk.count(t, c).map(|n| n as i64))))?;
         let counts: Result<Vec<i64>, String> = counts.into_iter().collect();
         Ok(counts.map_err(PyValueError::new_err)?.into_pyarray(py))
     }
@@ -185,7 +176,8 @@ impl Tokenizer {
         add_special_tokens: bool,
         return_offsets: bool,
         threads: Option<usize>,
-    ) -> PyResult<(Bound<'py, PyArray2<i64>>, Bound<'py, PyArray2<i64>>, Option<Bound<'py, numpy::PyArray3<i64>>>, Bound<'py, PyArray1<i64>>)> {
+    ) -> PyResult<(Bound<'py, PyArray2<i64>>, Bound<'py, PyArray2<i64>>, Option<Bound<'py, numpy::PyArray3<i64>>>, Bound<'py, PyArray1<i64>>)>
+    {
         let mut holder = vec![];
         collect_texts(texts, &mut holder)?;
         let strs = borrow_all(&holder)?;
@@ -215,14 +207,19 @@ impl Tokenizer {
     }
 
     /// Token ids and `(n, 2)` code point offsets of `text`, without special tokens.
-    fn encode_offsets<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray2<i64>>)> {
+    fn encode_offsets<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyAny>,
+    ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray2<i64>>)> {
         let text = as_str(text, &|| "text".into())?;
         let tk = &self.inner;
         let doc = py.detach(|| tk.with_cache(|c| tk.analyze(text, true, c))).map_err(PyValueError::new_err)?;
         let tm = doc.tokens.unwrap_or_default();
         let n = tm.ids.len();
         // a token holding part of a character (byte-level BPE) spans the whole character, as in HF
-        let mut offs: Vec<usize> = tm.start.iter().zip(&tm.end).flat_map(|(&s, &e)| [s as usize, spans::ceil_char(text, e as usize)]).collect();
+        let mut offs: Vec<usize> =
+            tm.start.iter().zip(&tm.end).flat_map(|(&s, &e)| [s as usize, spans::ceil_char(text, e as usize)]).collect();
         bytes_to_chars(text, &mut offs);
         let offs: Vec<i64> = offs.into_iter().map(|x| x as i64).collect();
         let offsets = numpy::ndarray::Array2::from_shape_vec((n, 2), offs).unwrap().into_pyarray(py);
@@ -290,10 +287,13 @@ impl Chunker {
     }
 
     /// `(starts, ends, token_counts)` of the chunks of `text`.
-    fn spans<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
+    fn spans<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyAny>,
+    ) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
         let text = as_str(text, &|| "text".into())?;
-        let spans = py.detach(|| split::chunk(&self.tk, text, &self.cfg).map(|s| char_spans(text, s)))
-            .map_err(PyValueError::new_err)?;
+        let spans = py.detach(|| split::chunk(&self.tk, text, &self.cfg).map(|s| char_spans(text, s))).map_err(PyValueError::new_err)?;
         let (s, e, n) = unzip3(spans.into_iter());
         Ok((s.into_pyarray(py), e.into_pyarray(py), n.into_pyarray(py)))
     }
@@ -303,7 +303,12 @@ impl Chunker {
     /// context_start, context_end)` (context -1 when none) and the heading path
     /// of each section.
     #[pyo3(signature = (texts, threads=None))]
-    fn structured_batch<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<usize>) -> PyResult<Vec<(Bound<'py, PyArray2<i64>>, Vec<Vec<String>>)>> {
+    fn structured_batch<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+        threads: Option<usize>,
+    ) -> PyResult<Vec<(Bound<'py, PyArray2<i64>>, Vec<Vec<String>>)>> {
         let rows = self.structured(py, texts, threads, false)?;
         Ok(rows.into_iter().map(|(rows, sections, _)| (rows, sections)).collect())
     }
@@ -311,12 +316,20 @@ impl Chunker {
     /// [`structured_batch`] with each text's chunks' token ids: `(rows, sections,
     /// token_ids, bounds)` per text (see `spans_batch_ids`).
     #[pyo3(signature = (texts, threads=None))]
-    fn structured_batch_ids<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<usize>) -> PyResult<Vec<StructuredIdRow<'py>>> {
+    fn structured_batch_ids<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+        threads: Option<usize>,
+    ) -> PyResult<Vec<StructuredIdRow<'py>>> {
         let rows = self.structured(py, texts, threads, true)?;
-        Ok(rows.into_iter().map(|(rows, sections, ids)| {
-            let (ids, bounds) = ids.unwrap();
-            (rows, sections, ids, bounds)
-        }).collect())
+        Ok(rows
+            .into_iter()
+            .map(|(rows, sections, ids)| {
+                let (ids, bounds) = ids.unwrap();
+                (rows, sections, ids, bounds)
+            })
+            .collect())
     }
 
     /// `(doc_index, starts, ends, token_counts)` of the chunks of every text, in input order.
@@ -339,7 +352,13 @@ impl Chunker {
 }
 
 impl Chunker {
-    fn span_rows<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<usize>, with_ids: bool) -> PyResult<SpanRows<'py>> {
+    fn span_rows<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+        threads: Option<usize>,
+        with_ids: bool,
+    ) -> PyResult<SpanRows<'py>> {
         let mut holder = vec![];
         collect_texts(texts, &mut holder)?;
         let strs = borrow_all(&holder)?;
@@ -370,7 +389,13 @@ impl Chunker {
         Ok((doc.into_pyarray(py), s.into_pyarray(py), e.into_pyarray(py), n.into_pyarray(py), ids))
     }
 
-    fn structured<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<usize>, with_ids: bool) -> PyResult<Vec<StructuredBatchRow<'py>>> {
+    fn structured<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+        threads: Option<usize>,
+        with_ids: bool,
+    ) -> PyResult<Vec<StructuredBatchRow<'py>>> {
         let mut holder = vec![];
         collect_texts(texts, &mut holder)?;
         let strs = borrow_all(&holder)?;
@@ -461,10 +486,7 @@ impl SpanCounter {
     fn counts(&self, spans: &[(usize, usize)]) -> PyResult<Vec<usize>> {
         for &(s, e) in spans {
             if s > e || e > self.chars {
-                return Err(PyValueError::new_err(format!(
-                    "span ({s}, {e}) is not within the text (0..{})",
-                    self.chars
-                )));
+                return Err(PyValueError::new_err(format!("span ({s}, {e}) is not within the text (0..{})", self.chars)));
             }
         }
         Ok(self.tk.with_cache(|cache| {
@@ -532,7 +554,12 @@ fn split_sentences(py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Vec<(usi
 /// token of each window of `window` tokens (neighbours share at least `overlap`)
 /// and, per token, the window its vector is taken from.
 #[pyfunction]
-fn late_windows<'py>(py: Python<'py>, n: usize, window: usize, overlap: usize) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
+fn late_windows<'py>(
+    py: Python<'py>,
+    n: usize,
+    window: usize,
+    overlap: usize,
+) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
     if window <= overlap {
         return Err(PyValueError::new_err(format!("window_overlap ({overlap}) must be smaller than the window ({window} tokens)")));
     }
@@ -689,7 +716,11 @@ fn rows<const W: usize>(a: &numpy::PyReadonlyArray2<'_, i64>, what: &str) -> PyR
         .map(|r| {
             let mut out = [0u32; W];
             for (o, &x) in out.iter_mut().zip(r.iter()) {
-                *o = if x == -1 { u32::MAX } else { u32::try_from(x).map_err(|_| PyValueError::new_err(format!("{what}: {x} is out of range")))? };
+                *o = if x == -1 {
+                    u32::MAX
+                } else {
+                    u32::try_from(x).map_err(|_| PyValueError::new_err(format!("{what}: {x} is out of range")))?
+                };
             }
             Ok(out)
         })
@@ -697,6 +728,7 @@ fn rows<const W: usize>(a: &numpy::PyReadonlyArray2<'_, i64>, what: &str) -> PyR
 }
 
 /// Expansion parameters from the Python options.
+#[allow(clippy::too_many_arguments)] // one per keyword of `Index.expand`
 fn expand_params(
     window: Option<u32>,
     window_tokens: Option<u32>,
@@ -754,7 +786,9 @@ impl Expander {
         let syntaxes: Vec<Option<structure::Syntax>> = syntaxes
             .iter()
             .enumerate()
-            .map(|(i, s)| s.as_deref().map(structure::Syntax::from_name).transpose().map_err(|e| PyValueError::new_err(format!("syntaxes[{i}]: {e}"))))
+            .map(|(i, s)| {
+                s.as_deref().map(structure::Syntax::from_name).transpose().map_err(|e| PyValueError::new_err(format!("syntaxes[{i}]: {e}")))
+            })
             .collect::<PyResult<_>>()?;
         let cfg = tree::TreeConfig { parent_tokens, leaf_tokens };
         let items: Vec<(&str, Option<structure::Syntax>)> = strs.into_iter().zip(syntaxes).collect();
@@ -942,11 +976,8 @@ impl Expander {
     ) -> PyResult<Vec<usize>> {
         let mut slots = vec![];
         for (i, ((doc, l), (id, text))) in docs.into_iter().zip(labels).zip(doc_ids.into_iter().zip(texts)).enumerate() {
-            let headings = doc
-                .headings()
-                .iter()
-                .map(|h| pyo3::types::PyTuple::new(py, h).map(Bound::unbind))
-                .collect::<PyResult<Vec<_>>>()?;
+            let headings =
+                doc.headings().iter().map(|h| pyo3::types::PyTuple::new(py, h).map(Bound::unbind)).collect::<PyResult<Vec<_>>>()?;
             let slot = self.store.add(doc, l).map_err(|e| PyValueError::new_err(format!("document {i}: {e}")))?;
             debug_assert_eq!(slot, self.py_docs.len());
             self.py_docs.push(Some(PyDoc { id: id.unbind(), text: text.unbind(), headings }));

@@ -402,7 +402,7 @@ fn overlap_tail(sz: &mut Sizer, prev: &[Unit], end: usize, overlap: usize, max: 
             if 2 * tokens >= overlap {
                 return Some(a);
             }
-            if best.map_or(true, |(t, _)| tokens > t) {
+            if best.is_none_or(|(t, _)| tokens > t) {
                 best = Some((tokens, a));
             }
         }

@@ -197,6 +197,7 @@ impl Added {
     }
 }
 
+#[allow(clippy::large_enum_variant)] // one per tokenizer, never moved
 enum Path {
     /// Our pre-tokenizer + a word cache over the HF model.
     Fast { pre: PreTokenizer2, byte_level: bool, added: Added },

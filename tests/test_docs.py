@@ -20,6 +20,8 @@ MODULES = [
     "chunkforge.chunkers.markdown",
     "chunkforge.chunkers.code",
     "chunkforge.chunkers.hierarchy",
+    "chunkforge.index.bm25",
+    "chunkforge.index.payload",
 ]
 
 

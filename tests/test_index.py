@@ -426,7 +426,7 @@ def test_token_windows_are_whole_sentences_within_the_section_and_the_limit(enco
 
 def test_bm25_updates_in_place_like_a_fresh_build():
     """Scores after removing and adding passages equal those of the remaining texts indexed anew."""
-    from chunkforge.index import _BM25
+    from chunkforge.index.bm25 import BM25 as _BM25
 
     texts = ["the cat sat on the mat", "dogs bark at the mailman", "a cat and a dog", "ferns like shade",
              "mailman delivers letters to the cat"]

@@ -12,7 +12,8 @@ import pytest
 pytest.importorskip("hnswlib")
 pytest.importorskip("bm25s")
 
-from chunkforge.index import CorruptIndexError, Index, _manifest_checksum  # noqa: E402
+from chunkforge.index import CorruptIndexError, Index
+from chunkforge.index.storage import manifest_checksum as _manifest_checksum  # noqa: E402
 
 from conftest import corpus  # noqa: E402
 

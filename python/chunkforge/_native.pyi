@@ -1,26 +1,52 @@
-"""Type stubs of chunkforge's native (Rust) module."""
+"""Type stubs of chunkforge's native (Rust) module, ``chunkforge._native``.
 
-from typing import Any, Iterable, Literal, Sequence, TypeVar
+Private: only :mod:`chunkforge.tokenizer` and the classes that own a native object
+(the chunkers, :class:`~chunkforge.index.Index`, the encoder's tokenizer) call it.
+Offsets are code points of the Python ``str`` unless said otherwise; ``threads=None``
+means all cores (:func:`max_threads`); the GIL is released around native work.
+"""
+
+from collections.abc import Iterable, Sequence
+from typing import Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 _T = TypeVar("_T")
 _P = TypeVar("_P")
+Strategy = Literal["token", "recursive", "sentence", "markdown", "rst", "asciidoc"]
+"""How a :class:`Chunker` cuts (``markdown``, ``rst`` and ``asciidoc`` follow the document's structure)."""
 Syntax = Literal["markdown", "rst", "asciidoc"]
+"""The markup whose headings open sections."""
 Order = Literal["score", "document"]
+"""Payload order: best passage first, or grouped by document in text order."""
 Pack = Literal["skip", "stop"]
+"""What packing does with a passage that does not fit the budget."""
+_Ints = npt.NDArray[np.int64]
+_Ids = npt.NDArray[np.uint32]
+_SpanColumns = tuple[_Ints, _Ints, _Ints, _Ints]
 
 class Tokenizer:
+    """A ``tokenizer.json`` (HF ``tokenizers``), counting without special tokens,
+    truncation or padding; exact fast paths for WordPiece and byte-level BPE."""
     @staticmethod
-    def from_str(json: str) -> Tokenizer: ...
+    def from_str(json: str) -> Tokenizer:
+        """Loads the JSON text of a ``tokenizer.json``; ValueError if it is not one."""
     @staticmethod
-    def from_file(path: str) -> Tokenizer: ...
+    def from_file(path: str) -> Tokenizer:
+        """Loads a ``tokenizer.json`` file; OSError or ValueError naming the file."""
     @property
-    def fast_path(self) -> bool: ...
-    def count(self, text: str) -> int: ...
-    def count_batch(self, texts: Iterable[str], threads: int | None = None) -> npt.NDArray[np.int64]: ...
-    def encode_offsets(self, text: str) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]: ...
+    def fast_path(self) -> bool:
+        """True when documents take the exact fast path rather than HF's pipeline."""
+    @property
+    def tokenized(self) -> tuple[int, int]:
+        """``(texts, bytes)`` tokenized whole so far (a diagnostic counter)."""
+    def count(self, text: str) -> int:
+        """Tokens of ``text``."""
+    def count_batch(self, texts: Iterable[str], threads: int | None = None) -> _Ints:
+        """Tokens of each text, in parallel."""
+    def encode_offsets(self, text: str) -> tuple[_Ids, _Ints]:
+        """Token ids of ``text`` and their ``(n, 2)`` offsets."""
     def encode_padded(
         self,
         texts: Iterable[str],
@@ -28,91 +54,99 @@ class Tokenizer:
         add_special_tokens: bool = True,
         return_offsets: bool = False,
         threads: int | None = None,
-    ) -> tuple[
-        npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64] | None, npt.NDArray[np.int64]
-    ]: ...
-    def special_tokens(self) -> tuple[list[int], list[int]]: ...
-    @property
-    def tokenized(self) -> tuple[int, int]:
-        """``(texts, bytes)`` tokenized whole so far (a diagnostic counter)."""
+    ) -> tuple[_Ints, _Ints, npt.NDArray[np.int64] | None, _Ints]:
+        """Model inputs ``(input_ids, attention_mask, offsets or None, full_lengths)``: rows
+        padded to the longest (at most ``max_length``), ``offsets`` ``(n, width, 2)``,
+        ``full_lengths`` the tokens of each text before truncation."""
+    def special_tokens(self) -> tuple[list[int], list[int]]:
+        """The special token ids put before and after one sequence, e.g. ``([101], [102])``."""
 
 class Chunker:
+    """A configured chunker; the Python chunker classes validate its parameters."""
     def __init__(
         self,
         tokenizer: Tokenizer,
-        strategy: str,
+        strategy: Strategy,
         max_tokens: int,
         overlap: int = 0,
         min_tokens: int = 0,
         overlap_sentences: int = 0,
         separators: list[str] | None = None,
     ) -> None: ...
-    def spans(
-        self, text: str
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
-    def spans_batch(
-        self, texts: Iterable[str], threads: int | None = None
-    ) -> tuple[
-        npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]
-    ]: ...
+    def spans(self, text: str) -> tuple[_Ints, _Ints, _Ints]:
+        """``(starts, ends, token_counts)`` of the chunks of ``text``."""
+    def spans_batch(self, texts: Iterable[str], threads: int | None = None) -> _SpanColumns:
+        """``(doc_index, starts, ends, token_counts)`` of the chunks of every text, in order."""
     def spans_batch_ids(
         self, texts: Iterable[str], threads: int | None = None
-    ) -> tuple[
-        npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
-        npt.NDArray[np.uint32], npt.NDArray[np.int64],
-    ]:
-        """``spans_batch`` and each chunk's token ids (``ids[bounds[i]:bounds[i + 1]]``) from
-        the tokenization the chunker sized on."""
+    ) -> tuple[_Ints, _Ints, _Ints, _Ints, _Ids, _Ints]:
+        """``spans_batch`` and ``(token_ids, bounds)``: chunk ``i``'s ids (as if its text were
+        encoded alone, no special tokens) are ``token_ids[bounds[i]:bounds[i + 1]]``, from
+        the one tokenization the chunker sized on."""
     def structured_batch(
         self, texts: Iterable[str], threads: int | None = None
-    ) -> list[tuple[npt.NDArray[np.int64], list[list[str]]]]: ...
+    ) -> list[tuple[_Ints, list[list[str]]]]:
+        """Per text (structured strategies): ``(n, 7)`` rows ``(start, end, token_count,
+        section, kind, context_start, context_end)`` (context -1 when none) and the heading
+        path of each section."""
     def structured_batch_ids(
         self, texts: Iterable[str], threads: int | None = None
-    ) -> list[tuple[npt.NDArray[np.int64], list[list[str]], npt.NDArray[np.uint32], npt.NDArray[np.int64]]]:
-        """``structured_batch`` and each chunk's token ids, per text."""
+    ) -> list[tuple[_Ints, list[list[str]], _Ids, _Ints]]:
+        """``structured_batch`` and, per text, its chunks' ``(token_ids, bounds)``."""
 
 class SpanCounter:
+    """Exact token counts of any span of one text, tokenized once."""
     def __init__(self, tokenizer: Tokenizer, text: str) -> None: ...
-    def count(self, start: int, end: int) -> int: ...
-    def count_many(self, starts: list[int], ends: list[int]) -> list[int]: ...
-    def __len__(self) -> int: ...
+    def count(self, start: int, end: int) -> int:
+        """Tokens of ``text[start:end]`` encoded alone."""
+    def count_many(self, starts: list[int], ends: list[int]) -> list[int]:
+        """:meth:`count` of many spans."""
+    def __len__(self) -> int:
+        """Tokens of the whole text."""
 
-def max_threads() -> int: ...
+def max_threads() -> int:
+    """The cores native code uses by default."""
 
-def split_sentences(text: str) -> list[tuple[int, int]]: ...
-
-_SpanColumns = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence of ``text`` (UAX #29 with rules for documents)."""
 
 def span_overlaps(
     queries: int,
     evidence: _SpanColumns,
     retrieved: _SpanColumns,
-    token_ends: list[npt.NDArray[np.int64]] | None = None,
-) -> list[npt.NDArray[np.int64]]: ...
-def late_windows(
-    n: int, window: int, overlap: int
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+    token_ends: list[_Ints] | None = None,
+) -> list[_Ints]:
+    """Per query, the characters (or tokens, given each document's ``token_ends``) of
+    evidence, of retrieved text and of their overlap; span columns are ``(query, doc,
+    start, end)``."""
+
+def late_windows(n: int, window: int, overlap: int) -> tuple[_Ints, _Ints]:
+    """Late chunking's model windows over ``n`` tokens: the first token of each window and,
+    per token, the window its vector is taken from."""
+
 def late_pool(
     vectors: npt.NDArray[np.float32],
-    offsets: npt.NDArray[np.int64],
-    spans: npt.NDArray[np.int64],
+    offsets: _Ints,
+    spans: _Ints,
     normalize: bool,
-) -> npt.NDArray[np.float32]: ...
+) -> npt.NDArray[np.float32]:
+    """Mean of the token ``vectors`` whose ``offsets`` fall in each of ``spans``."""
 
 class DocTree:
-    """A document cut into its tree by ``Expander.build``, until ``Expander.insert`` takes it."""
+    """A document cut into its tree by :meth:`Expander.build`, until
+    :meth:`Expander.insert` takes it."""
     @property
-    def nodes(self) -> npt.NDArray[np.int64]:
+    def nodes(self) -> _Ints:
         """``(m, 5)`` rows ``(start, end, parent or -1, section, level)``, parents first."""
     @property
-    def leaves(self) -> npt.NDArray[np.int64]:
+    def leaves(self) -> _Ints:
         """Node index of each leaf, in text order."""
     @property
-    def leaf_token_ids(self) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+    def leaf_token_ids(self) -> tuple[_Ids, _Ints]:
         """``(ids, bounds)``: leaf ``i``'s token ids are ``ids[bounds[i]:bounds[i + 1]]``."""
 
 class Expander:
-    """An index's documents (trees, for expansion) and leaf labels; owns each
+    """An index's documents (their trees, for expansion) and its leaf labels; owns each
     document's id, text and heading paths."""
     def __init__(self, tokenizer: Tokenizer) -> None: ...
     def build(
@@ -123,28 +157,30 @@ class Expander:
         parent_tokens: Sequence[int],
         threads: int | None = None,
     ) -> list[DocTree]:
-        """Trees of documents, each tokenized once (parallel, GIL released)."""
+        """Trees of documents, each tokenized once: sections by the headings of its syntax
+        (None: one section), levels of sentence-packed parents of ``parent_tokens``
+        (largest first), leaves of a sentence or a piece of at most ``leaf_tokens``."""
     def insert(self, trees: list[DocTree], labels: list[list[int]], doc_ids: list[str], texts: list[str]) -> list[int]:
-        """Puts built trees in the store; returns their slots."""
+        """Puts built trees in the store, leaves labelled ``labels[i]``; returns their slots."""
     def add_docs(
         self,
         texts: list[str],
-        sentences: list[npt.NDArray[np.int64]],
-        nodes: list[npt.NDArray[np.int64]],
+        sentences: list[_Ints],
+        nodes: list[_Ints],
         leaves: list[list[int]],
         labels: list[list[int]],
         doc_ids: list[str],
         headings: list[list[list[str]]],
     ) -> list[int]:
-        """Adds saved trees (``nodes`` ``(m, 4)``, ``sentences`` ``(n, 3)``); returns their slots."""
-    def remove(self, slot: int) -> None: ...
+        """Adds saved trees (``nodes`` ``(m, 4)`` without levels, ``sentences`` ``(n, 3)``);
+        returns their slots."""
+    def remove(self, slot: int) -> None:
+        """Removes the document in ``slot``; its labels become free."""
     def leaves_of(self, labels: Sequence[int]) -> list[tuple[int, int, int, tuple[str, ...]]]:
         """``(slot, start, end, heading_path)`` of each label's leaf."""
     def leaves_under(self, slot: int, prefix: Sequence[str]) -> list[int]:
         """Leaf indices of a document whose section's heading path starts with ``prefix``."""
-    def tree(
-        self, slot: int
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], list[list[str]]]:
+    def tree(self, slot: int) -> tuple[_Ints, _Ints, _Ints, list[list[str]]]:
         """``(nodes, leaves, sentences, headings)`` of the document in ``slot``."""
     def expand(
         self,
@@ -161,4 +197,5 @@ class Expander:
         pack: Pack = "skip",
         trim: bool = False,
     ) -> tuple[list[_P], list[_T]]:
-        """Hits (leaf ``labels[i]`` with ``scores[i]``) -> ``(passages, dropped hits)``."""
+        """Hits (leaf ``labels[i]`` with ``scores[i]``) -> ``(passages, dropped hits)``; see
+        :meth:`chunkforge.index.Index.expand`."""

