@@ -256,14 +256,10 @@ fn verify_groups_with<T: Copy>(sz: &mut Sizer, units: &[Unit], groups: &mut Vec<
     }
 }
 
-/// Token byte offsets of `[s, e)`: from the document's map when it has one,
-/// else by tokenizing the piece.
+/// Token byte offsets of `[s, e)` encoded alone (not the document's tokens there:
+/// byte-level BPE merges differently at the piece's edges, and the chunks must not
+/// depend on whether the document's token map was kept).
 fn token_starts(sz: &mut Sizer, s: usize, e: usize) -> Vec<usize> {
-    if let Some(tm) = &sz.doc.tokens {
-        let a = tm.start.partition_point(|&x| (x as usize) < s);
-        let b = tm.start.partition_point(|&x| (x as usize) < e);
-        return tm.start[a..b].iter().map(|&x| x as usize).collect();
-    }
     match sz.tk.analyze(&sz.text[s..e], true, sz.cache) {
         Ok(doc) => doc.tokens.unwrap().start.iter().map(|&x| s + x as usize).collect(),
         Err(_) => sz.text[s..e].char_indices().map(|(i, _)| s + i).collect(),

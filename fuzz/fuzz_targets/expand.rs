@@ -70,8 +70,7 @@ fuzz_target!(|data: &[u8]| {
     if labels == 0 {
         return;
     }
-    let hits: Vec<(u64, f64)> = data.iter().skip(4).step_by(7).take(24)
-        .map(|&b| (b as u64 % labels, (b as f64) / 255.0)).collect();
+    let hits: Vec<(u64, f64)> = data.iter().skip(4).step_by(7).take(24).map(|&b| (b as u64 % labels, (b as f64) / 255.0)).collect();
     let params = Params {
         window: (c0 & 2 != 0 && c1 & 0x80 == 0).then_some((c1 % 4) as u32),
         window_tokens: (c0 & 2 != 0 && c1 & 0x80 != 0).then_some((c1 % 64) as u32),

@@ -6,9 +6,8 @@ use std::sync::LazyLock;
 use _native::spans::ChunkSpan;
 use _native::tokenizer::Tokenizer;
 
-static WORDPIECE: LazyLock<Tokenizer> = LazyLock::new(|| {
-    Tokenizer::from_json(include_str!("../../python/chunkforge/data/all-MiniLM-L6-v2.tokenizer.json")).unwrap()
-});
+static WORDPIECE: LazyLock<Tokenizer> =
+    LazyLock::new(|| Tokenizer::from_json(include_str!("../../python/chunkforge/data/all-MiniLM-L6-v2.tokenizer.json")).unwrap());
 static BPE: LazyLock<Tokenizer> =
     LazyLock::new(|| Tokenizer::from_json(include_str!("../../tests/data/bytelevel-bpe-8k.tokenizer.json")).unwrap());
 
