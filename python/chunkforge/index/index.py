@@ -125,7 +125,9 @@ class Index:
         self._label_slot = np.zeros(0, np.int64)
         self._next_label = 0
         self._hnsw: Any = None
-        self._vectors = np.zeros((0, 0), np.float16)  # unit vector of each label (hnswlib's get_items is slow)
+        # each label's unit vector, int8 with a scale per row (hnswlib's get_items is slow)
+        self._vectors = np.zeros((0, 0), np.int8)
+        self._scales = np.zeros(0, np.float32)
         self._leaves = 0
         self._bm25 = BM25()
         self._label_passage = np.zeros(0, np.int64)
@@ -333,17 +335,27 @@ class Index:
         return self._docs[slot]  # type: ignore[return-value]
 
     def _keep_vectors(self, labels: np.ndarray, vectors: np.ndarray) -> None:
-        """Keeps a float16 copy of the leaves' unit vectors (rescoring candidates reads them)."""
+        """Keeps an int8 copy of the leaves' unit vectors, one scale per row (rescoring
+        candidates reads them; cosines within ~0.005 of float32)."""
         if len(labels) == 0:
             return
         top = int(labels.max()) + 1
         if top > len(self._vectors):
-            grown = np.zeros((max(top, 2 * len(self._vectors)), vectors.shape[1]), np.float16)
+            size = max(top, 2 * len(self._vectors))
+            grown = np.zeros((size, vectors.shape[1]), np.int8)
             grown[:len(self._vectors)] = self._vectors.reshape(-1, vectors.shape[1])
             self._vectors = grown
+            self._scales = np.concatenate([self._scales, np.zeros(size - len(self._scales), np.float32)])
         for at in range(0, len(labels), 8192):  # in blocks: no float32 copy of all the vectors
             v = np.asarray(vectors[at:at + 8192], np.float32)
-            self._vectors[labels[at:at + 8192]] = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+            v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+            scale = np.maximum(np.abs(v).max(axis=1), 1e-12) / 127
+            self._vectors[labels[at:at + 8192]] = np.rint(v / scale[:, None]).astype(np.int8)
+            self._scales[labels[at:at + 8192]] = scale
+
+    def _cosines(self, labels: np.ndarray | list[int], vector: np.ndarray) -> np.ndarray:
+        """Cosines of the leaves ``labels`` with the unit ``vector``, from the int8 copy."""
+        return (self._vectors[labels].astype(np.float32) @ vector.astype(np.float32)) * self._scales[labels]
 
     def _ensure_hnsw(self, dim: int, capacity: int) -> None:
         if self._hnsw is None:
@@ -403,7 +415,7 @@ class Index:
         extra = [label for p in top[bm25[top] > 0].tolist() for label in self._passage_labels[p].tolist()
                  if label not in dense and (allowed is None or allowed[label])]
         if extra:
-            dense.update(zip(extra, (self._vectors[extra] @ vector.astype(np.float16)).astype(np.float64).tolist()))
+            dense.update(zip(extra, self._cosines(extra, vector).astype(np.float64).tolist()))
         if not dense:
             return []
         labels = np.fromiter(dense, np.int64, len(dense))
@@ -461,7 +473,7 @@ class Index:
             if len(labels) == 0:
                 return []
             if len(labels) <= 20_000:
-                sims = (self._vectors[labels] @ vector.astype(np.float16)).astype(np.float64)
+                sims = self._cosines(labels, vector).astype(np.float64)
                 top = np.argsort(-sims, kind="stable")[:k]
                 return [(int(labels[i]), float(sims[i])) for i in top]
         alive = self.leaf_count if allowed is None else int(allowed.sum())
@@ -601,6 +613,9 @@ class Index:
                        folder / "sentences.parquet")
         if self._hnsw is not None:
             self._hnsw.save_index(str(folder / "vectors.hnsw"))
+            top = self._next_label
+            np.save(folder / "quantized.npy", self._vectors[:top], allow_pickle=False)
+            np.save(folder / "scales.npy", self._scales[:top], allow_pickle=False)
         (folder / "tokenizer.json").write_text(tokenizer_json(self.tokenizer), encoding="utf-8")
         files = sorted(p.name for p in folder.iterdir())
         manifest = {
@@ -689,9 +704,19 @@ class Index:
                                     f"but labels up to {max(index._next_label, index._graph_top) - 1} are in use")
         index._next_label = manifest["next_label"]
         labels = np.concatenate([s[2] for s in saved]) if saved else np.zeros(0, np.int64)
-        for at in range(0, len(labels), 4096):
-            part = labels[at:at + 4096]
-            index._keep_vectors(part, np.asarray(index._hnsw.get_items(part, return_type="numpy"), np.float32))
+        if (folder / "quantized.npy").is_file() and (folder / "scales.npy").is_file():
+            try:
+                index._vectors = np.load(folder / "quantized.npy", allow_pickle=False)
+                index._scales = np.load(folder / "scales.npy", allow_pickle=False)
+            except ValueError as exc:
+                raise CorruptIndexError(f"corrupt index: cannot read the vectors in {folder}: {exc}") from exc
+            if (index._vectors.dtype != np.int8 or index._vectors.shape != (len(index._scales), manifest["dim"] or 0)
+                    or (len(labels) and labels.max() >= len(index._scales))):
+                raise CorruptIndexError(f"corrupt index: {folder / 'quantized.npy'} does not match the index")
+        else:  # saved before 0.2: requantize the graph's vectors
+            for at in range(0, len(labels), 4096):
+                part = labels[at:at + 4096]
+                index._keep_vectors(part, np.asarray(index._hnsw.get_items(part, return_type="numpy"), np.float32))
         return index
 
     def _add_saved(self, docs: dict[str, list[Any]], saved: list[tuple[np.ndarray, ...]]) -> None:
