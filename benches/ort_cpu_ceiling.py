@@ -81,8 +81,8 @@ def main() -> None:
 
     plain = Encoder.default("fp32", on_overflow="truncate")
     texts = mixed_texts()[:args.texts]
-    batches = [plain.tokenizer._native.encode_padded([texts[i] for i in idx], plain.max_length)[:2]
-               for idx in plain._batches(texts)]
+    batches = [plain.tokenizer.encode_padded([texts[i] for i in idx], plain.max_length)[:2]
+               for idx in plain.batches(texts)]
     real = sum(int(mask.sum()) for _, mask in batches)
     attention_macs = sum(int(mask.sum()) * mask.shape[1] * 2 * HIDDEN for _, mask in batches) * LAYERS
     macs = {"MatMul": real * LAYERS * (HIDDEN * HIDDEN + 2 * HIDDEN * FFN),

@@ -18,7 +18,7 @@ import numpy as np
 from chunkforge import RecursiveChunker, split_sentences
 from chunkforge.encoder import Encoder
 from chunkforge.eval import Document, EmbeddingCache, Query, Span, SpanMeasure, load_corpus, load_queries, score
-from chunkforge.onnx_export import cache_root
+from chunkforge._io import cache_root
 
 DEVSET = Path(__file__).parent / "devset"
 

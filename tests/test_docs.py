@@ -20,6 +20,13 @@ MODULES = [
     "chunkforge.chunkers.markdown",
     "chunkforge.chunkers.code",
     "chunkforge.chunkers.hierarchy",
+    "chunkforge.errors",
+    "chunkforge._io",
+    "chunkforge._search",
+    "chunkforge._options",
+    "chunkforge.cli",
+    "chunkforge.cli.chunk",
+    "chunkforge.cli.embed",
 ]
 
 

@@ -5,6 +5,7 @@ end to end on the labelled set (real tokenizer, ONNX encoder and hnswlib)."""
 from __future__ import annotations
 
 import doctest
+import importlib
 import json
 import math
 import random
@@ -305,8 +306,13 @@ def test_heading_texts_prefix_the_section_path():
 
 def test_docstring_examples(monkeypatch):
     monkeypatch.chdir(ROOT)
-    result = doctest.testmod(ev, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 10 and result.failed == 0
+    attempted = 0
+    for name in ("", ".datasets", ".metrics", ".retrieval", ".configs", ".run", ".report"):
+        module = importlib.import_module(f"chunkforge.eval{name}")
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0, name
+        attempted += result.attempted
+    assert attempted > 10
 
 
 # ------------------------------------------------------------ encoder, cache, end to end

@@ -47,7 +47,7 @@ def test_one_id_rule_everywhere(tmp_path):
     path = write_jsonl(tmp_path / "docs.jsonl", records)
     expected = ["d", 7, "eval-style", f"{path}:4"]
     assert [d.doc_id for d in read_documents([str(path)])] == expected
-    from chunkforge.index_cli import read_documents as index_documents
+    from chunkforge.cli.index import read_documents as index_documents
 
     assert [d["id"] for d in index_documents([str(path)])] == [str(x) for x in expected]
     from chunkforge.eval import load_corpus

@@ -25,6 +25,7 @@ from .chunkers import (
     TokenChunker,
     language_for_path,
 )
+from .errors import ChunkforgeError, DatasetError, InputError
 from .tokenizer import Encoding, Tokenizer
 from .late import LateChunker, LateChunks, LateTokens
 from .represent import ContextAwareChunker, context_prompt, contextualize, with_embed_text
@@ -66,14 +67,17 @@ __all__ = [
     "BatchSpans",
     "Chunk",
     "ChunkBatch",
+    "ChunkforgeError",
     "Chunks",
     "CodeChunker",
     "ContextAwareChunker",
+    "DatasetError",
     "Encoder",
     "Encoding",
     "HierarchicalChunker",
     "Hit",
     "Index",
+    "InputError",
     "LateChunker",
     "LateChunks",
     "LateTokens",

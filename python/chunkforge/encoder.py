@@ -111,7 +111,7 @@ class Encoder:
             max_length=max_length, pooling=pooling, normalize=normalize, max_batch_tokens=max_batch_tokens,
             on_overflow=on_overflow, providers=providers, intra_op_threads=intra_op_threads,
             inter_op_threads=inter_op_threads))
-        prefix, suffix = tokenizer._native.special_tokens()
+        prefix, suffix = tokenizer.special_tokens
         self._specials = (len(prefix), len(suffix))
         # chunkers made with this tokenizer default to the text tokens the model takes
         self.tokenizer = tokenizer.with_window(max_length - len(prefix) - len(suffix))
@@ -128,11 +128,9 @@ class Encoder:
         self._query_session: ort.InferenceSession | None = None
         self._cuda = self._session.get_providers()[0] == "CUDAExecutionProvider"
         self.max_batch_tokens = max_batch_tokens or (DEFAULT_GPU_BATCH_TOKENS if self._cuda else DEFAULT_CPU_BATCH_TOKENS)
-        prefix, suffix = tokenizer._native.special_tokens()
         self._prefix, self._suffix = np.array(prefix, np.int64), np.array(suffix, np.int64)
-        ids, mask, _, _ = tokenizer._native.encode_padded(["", "a"], max_length)
-        self._pad_id = int(ids[0, -1])  # the empty text's row is padded to the other's width
-        ids, mask = ids[:1, :int(mask[0].sum())], mask[:1, :int(mask[0].sum())]
+        self._pad_id = tokenizer.pad_id
+        ids, mask, _, _ = tokenizer.encode_padded([""], max_length)
         self.dim = int(self._run(self._session, ids, mask, POOLED_OUTPUT).shape[-1])
 
     @classmethod
@@ -360,7 +358,7 @@ class Encoder:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
-        ids, mask, _, full = self.tokenizer._native.encode_padded([text], self.max_length)
+        ids, mask, _, full = self.tokenizer.encode_padded([text], self.max_length)
         self._check_overflow(full, ["text"], stacklevel=3)
         if self._query_session is None and self._cuda:
             self._query_session = self._session
@@ -379,8 +377,8 @@ class Encoder:
         one (both release the GIL), so that a GPU is not left waiting on the host."""
 
         def encode(idx: np.ndarray) -> tuple:
-            return self.tokenizer._native.encode_padded([texts[i] for i in idx], self.max_length,
-                                                        return_offsets=return_offsets)
+            return self.tokenizer.encode_padded([texts[i] for i in idx], self.max_length,
+                                                return_offsets=return_offsets)
 
         if len(batches) <= 1:
             yield from ((idx, encode(idx)) for idx in batches)
@@ -393,10 +391,36 @@ class Encoder:
                     pending = pool.submit(encode, batches[k + 1])
                 yield idx, inputs
 
+    @property
+    def active_providers(self) -> list[str]:
+        """The execution providers the session runs on, preferred first (a CUDA request
+        that fell back to the CPU shows ``CPUExecutionProvider`` first).
+
+        >>> Encoder.default().active_providers[0]  # doctest: +SKIP
+        'CPUExecutionProvider'
+        """
+        return list(self._session.get_providers())
+
+    def batches(self, texts: Iterable[str]) -> list[np.ndarray]:
+        """The indices of ``texts`` in the batches :meth:`embed` runs them in (longest first,
+        each within ``max_batch_tokens`` padded tokens)."""
+        return self._batches(list(texts))
+
+    def embed_padded(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The pooled vectors of one batch tokenized beforehand by
+        :meth:`Tokenizer.encode_padded <chunkforge.Tokenizer.encode_padded>` (the session and
+        pooling :meth:`embed` uses; no sorting, batching or overflow check).
+
+        >>> enc = Encoder.default()  # doctest: +SKIP
+        >>> enc.embed_padded(*enc.tokenizer.encode_padded(["Hi"], enc.max_length)[:2]).shape  # doctest: +SKIP
+        (1, 384)
+        """
+        return self._run(self._session, ids, mask, POOLED_OUTPUT)
+
     def _batches(self, texts: list[str], max_texts: int | None = None) -> list[np.ndarray]:
         """Indices of the texts by batch: longest first, each batch at most
         ``max_batch_tokens`` padded tokens (or one text) and ``max_texts`` texts."""
-        lengths = self.tokenizer._native.count_batch(texts) + sum(self._specials)
+        lengths = self.tokenizer.count_batch(texts) + sum(self._specials)
         return self._length_batches(lengths, [f"texts[{i}]" for i in range(len(texts))], 5, max_texts)
 
     def _length_batches(self, lengths: np.ndarray, names: list[str], stacklevel: int,

@@ -93,7 +93,7 @@ class LateChunker:
         if self.window_overlap >= self.window:
             raise ValueError(f"window_overlap ({window_overlap}) must be smaller than the encoder's window "
                              f"({self.window} tokens: max_length {encoder.max_length} minus special tokens)")
-        prefix, suffix = encoder.tokenizer._native.special_tokens()
+        prefix, suffix = encoder.tokenizer.special_tokens
         self._prefix = np.array(prefix, np.int64)
         self._suffix = np.array(suffix, np.int64)
 

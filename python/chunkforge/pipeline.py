@@ -59,7 +59,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from tqdm import tqdm
 
-from ._atomic import file_sha256
 from ._io import (
     FOLDER_SUFFIXES,
     ID_KEYS,
@@ -67,7 +66,8 @@ from ._io import (
     STDIN,
     TEXT_KEY,
     Doc,
-    InputError,
+    atomic_file,
+    file_sha256,
     check_paths,
     expand,
     is_record_file,
@@ -76,7 +76,9 @@ from ._io import (
     record_doc_id,
     record_text,
 )
-from .cli import CODE_SUFFIXES, ChunkerSet, atomic_file, load_encoder, node_id
+from ._options import CODE_SUFFIXES, ChunkerSet, load_encoder
+from .chunkers import node_id
+from .errors import InputError
 from .tokenizer import DEFAULT_TOKENIZER, Tokenizer
 
 if TYPE_CHECKING:

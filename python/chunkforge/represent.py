@@ -247,7 +247,7 @@ def contextualize(
 
 def _open_cache(path: str | os.PathLike[str] | None) -> sqlite3.Connection:
     if path is None:
-        from .onnx_export import cache_root
+        from ._io import cache_root
 
         path = cache_root() / "contextualize.sqlite"
     Path(path).parent.mkdir(parents=True, exist_ok=True)
