@@ -16,6 +16,7 @@ from .chunk import Chunk, ChunkBatch, Chunks
 from .chunkers import (
     BaseChunker,
     BatchSpans,
+    Chunker,
     CodeChunker,
     HierarchicalChunker,
     MarkdownChunker,
@@ -66,6 +67,7 @@ __all__ = [
     "BaseChunker",
     "BatchSpans",
     "Chunk",
+    "Chunker",
     "ChunkBatch",
     "ChunkforgeError",
     "Chunks",

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import _as_list, check_threads
+from .._compat import keyword_only
 from ._base import BaseChunker, BatchSpans, Spans, check_int
 from .recursive import RecursiveChunker
 
@@ -195,11 +196,13 @@ class CodeChunker(BaseChunker):
     ('Greeter', 'bye') 'class Greeter:' "def bye(self):\\n        return 'bye'"
     """
 
+    @keyword_only("include_imports")
     def __init__(
         self,
         tokenizer: Any = None,
         language: str | None = None,
         max_tokens: int | None = None,
+        *,
         include_imports: bool = False,
     ) -> None:
         super().__init__(tokenizer, max_tokens, 0)

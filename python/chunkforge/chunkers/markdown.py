@@ -7,6 +7,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .. import _native
+from .._compat import keyword_only
 from .._io import SYNTAXES, syntax_for_path  # noqa: F401  (syntax_for_path: the one rule, re-exported)
 from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import _as_list, check_threads
@@ -34,10 +35,12 @@ class MarkdownChunker(BaseChunker):
     [(('Guide',), '# Guide\\n\\nIntro text.'), (('Guide', 'Install'), '## Install\\n\\nRun pip.')]
     """
 
+    @keyword_only("min_tokens", "overlap", "syntax")
     def __init__(
         self,
         tokenizer: Any = None,
         max_tokens: int | None = None,
+        *,
         min_tokens: int = 0,
         overlap: int = 0,
         syntax: str = "markdown",
