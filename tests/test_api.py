@@ -89,3 +89,15 @@ def test_chunks_score_directly_with_their_doc_id():
     from_chunks = score([query], [chunks], measure)
     from_spans = score([query], [[Span("a", c.start, c.end) for c in chunks]], measure)
     assert from_chunks.recall.tolist() == from_spans.recall.tolist() == [1.0]
+
+
+@pytest.mark.parametrize("argv", [["query", "INDEX", "q"], ["eval", "--corpus", "c", "--queries", "q", "--config", "t"]])
+def test_old_budget_flag_is_a_hidden_deprecated_alias(argv, capsys):
+    from chunkforge.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args([*argv, "--budget-tokens", "50"]).budget_tokens == 50
+    assert parser.parse_args([*argv, "--budget", "60"]).budget_tokens == 60
+    assert "--budget is deprecated, use --budget-tokens" in capsys.readouterr().err
+    sub = parser._subparsers._group_actions[0].choices[argv[0]]  # noqa: SLF001
+    assert "--budget " not in sub.format_help() and "--budget-tokens" in sub.format_help()

@@ -65,3 +65,8 @@ def renamed(owner: str, kwargs: dict[str, Any], old: str, new: str, stacklevel: 
         raise TypeError(f"{owner}: give {new}= only ({old}= is its deprecated spelling)")
     warnings.warn(f"{owner}: {old}= is deprecated, use {new}=", DeprecationWarning, stacklevel=stacklevel)
     kwargs[new] = kwargs.pop(old)
+
+
+def deprecated(old: str, new: str, stacklevel: int = 3) -> None:
+    """The DeprecationWarning of an attribute read by its old name."""
+    warnings.warn(f"{old} is deprecated, use {new}", DeprecationWarning, stacklevel=stacklevel)

@@ -309,11 +309,11 @@ class Encoder:
         lengths = np.fromiter((len(ids) for ids in token_ids), np.int64, len(token_ids)) + sum(self._specials)
         out = np.empty((len(token_ids), self.dim), np.float32)
         for idx in self._length_batches(lengths, [f"token_ids[{i}]" for i in range(len(token_ids))], stacklevel=4):
-            ids, mask = self._padded([token_ids[i] for i in idx])
+            ids, mask = self.pad_token_ids([token_ids[i] for i in idx])
             out[idx] = self._run(self._session, ids, mask, POOLED_OUTPUT)
         return out
 
-    def _padded(self, token_ids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    def pad_token_ids(self, token_ids: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """``input_ids`` and ``attention_mask`` of texts given as content token ids, laid out
         as the tokenizer's ``encode_padded`` lays out texts: special tokens added, cut at
         ``max_length``, padded with the tokenizer's pad id to the longest row."""
@@ -427,7 +427,13 @@ class Encoder:
                         max_texts: int | None = None) -> list[np.ndarray]:
         """:meth:`_batches` given the texts' token counts (special tokens included)."""
         self._check_overflow(lengths, names, stacklevel=stacklevel)
-        lengths = np.minimum(lengths, self.max_length)
+        return self.length_batches(lengths, max_texts)
+
+    def length_batches(self, lengths: np.ndarray, max_texts: int | None = None) -> list[np.ndarray]:
+        """Indices of inputs by batch given their token counts (special tokens included):
+        longest first, each batch at most ``max_batch_tokens`` padded tokens (or one input)
+        and ``max_texts`` inputs; no overflow check (see :meth:`embed`)."""
+        lengths = np.minimum(np.asarray(lengths, np.int64), self.max_length)
         order = np.argsort(-lengths, kind="stable")
         batches, start = [], 0
         while start < len(order):

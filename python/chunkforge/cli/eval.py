@@ -13,6 +13,7 @@ from .._io import atomic_file, cache_root
 from .._progress import progress
 from .._search import EXACT_MAX
 from ..errors import DatasetError, InputError
+from ._common import DeprecatedFlag
 from ..eval import Config, EmbeddingCache, SpanMeasure, evaluate, load_corpus, load_queries, markdown, plot, report
 
 if TYPE_CHECKING:
@@ -33,10 +34,11 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--config", required=True, action="append", metavar="TOML",
                    help="a config (chunker, representation, encoder); repeat to compare, the first is the baseline")
     p.add_argument("--k", type=int, default=5, metavar="N", help="chunks retrieved per query (default 5)")
-    p.add_argument("--budget", type=int, default=1000, metavar="TOKENS",
+    p.add_argument("--budget-tokens", type=int, default=1000, metavar="TOKENS",
                    help="context budget in tokens, chunks taken in rank order (default 1000; 0: off)")
-    p.add_argument("--pack", choices=("stop", "skip"), default="stop",
-                   help="at the budget: stop at the first chunk that does not fit (default), or skip it")
+    p.add_argument("--budget", type=int, dest="budget_tokens", action=DeprecatedFlag, new="--budget-tokens")
+    p.add_argument("--pack", choices=("skip", "stop"), default="skip",
+                   help="at the budget: skip a chunk that does not fit (default), or stop at it")
     p.add_argument("--unit", choices=("tokens", "chars"), default="tokens", help="what the metrics count")
     p.add_argument("--coverage", type=float, default=0.5, metavar="F",
                    help="share of an evidence span the context must cover for it to count as found (default 0.5)")
@@ -54,7 +56,7 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> str:
     """The ``eval`` command; returns the summary line, raises the CLI's InputError on bad input."""
-    for flag, value, low in (("--k", args.k, 1), ("--budget", args.budget, 0), ("--exact-max", args.exact_max, 0)):
+    for flag, value, low in (("--k", args.k, 1), ("--budget-tokens", args.budget_tokens, 0), ("--exact-max", args.exact_max, 0)):
         if value < low:
             raise InputError(f"{flag} must be >= {low}, got {value}")
     if not 0 < args.coverage <= 1:
@@ -84,13 +86,13 @@ def run(args: argparse.Namespace) -> str:
                     corpus, queries, config.make_chunker(encoder.tokenizer), encoder,
                     representation=config.representation["type"],
                     representation_params={k: v for k, v in config.representation.items() if k != "type"},
-                    k=args.k, budget=args.budget or None, pack=args.pack, measure=measure, coverage=args.coverage,
+                    k=args.k, budget_tokens=args.budget_tokens or None, pack=args.pack, measure=measure, coverage=args.coverage,
                     cache=cache, exact_max=args.exact_max, name=config.name))
             except (ImportError, OSError, ValueError, TypeError) as exc:
                 raise InputError(f"config {config.name}: {exc}") from exc
             bar.update(1)
     header = {"corpus": f"{args.corpus} ({len(corpus)} docs)", "queries": args.queries, "k": args.k,
-              "budget": args.budget or None, "pack": args.pack, "unit": args.unit, "coverage": args.coverage,
+              "budget": args.budget_tokens or None, "pack": args.pack, "unit": args.unit, "coverage": args.coverage,
               "tokenizer": args.tokenizer or "all-MiniLM-L6-v2",
               "search": "exact (numpy)" if all(r.settings["exact_search"] for r in results) else "hnswlib",
               "configs": "; ".join(f"{c.name}: {c.chunker}, {c.representation}, {c.encoder}" for c in configs)}

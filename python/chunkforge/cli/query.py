@@ -9,7 +9,7 @@ from typing import Any
 
 from .._recommended import RECOMMENDED
 from ..errors import InputError
-from ._common import load_index_encoder
+from ._common import DeprecatedFlag, load_index_encoder
 
 
 def add_parser(commands: Any) -> None:
@@ -30,8 +30,9 @@ def add_parser(commands: Any) -> None:
     how.add_argument("--parent", action="store_true", help="return each hit's parent")
     query.add_argument("--window-tokens", type=int, metavar="N",
                        help="grow each hit by whole sentences within its section up to N tokens")
-    query.add_argument("--budget", type=int, default=RECOMMENDED["budget_tokens"], metavar="TOKENS",
+    query.add_argument("--budget-tokens", type=int, default=RECOMMENDED["budget_tokens"], metavar="TOKENS",
                        help=f"token budget of the payload (default {RECOMMENDED['budget_tokens']}; 0: no budget)")
+    query.add_argument("--budget", type=int, dest="budget_tokens", action=DeprecatedFlag, new="--budget-tokens")
     query.add_argument("--order", choices=("score", "document"), default="score", help="passage order")
     query.add_argument("--pack", choices=("skip", "stop"), default="skip", help="a passage over the budget")
     query.add_argument("--trim", action="store_true", help="trim the first passage over the budget to sentences")
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> str:
         hits = index.search(args.question, k=args.k, doc_id=args.doc_id, source=args.source,
                             heading_prefix=args.heading)
         payload = index.expand(hits, window=args.window, window_tokens=args.window_tokens, parent=args.parent,
-                               auto_merge=args.auto_merge, budget_tokens=args.budget or None, order=args.order,
+                               auto_merge=args.auto_merge, budget_tokens=args.budget_tokens or None, order=args.order,
                                pack=args.pack, trim=args.trim)
     except (ValueError, TypeError) as exc:
         raise InputError(str(exc)) from exc

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._compat import renamed
 from .._search import EXACT_MAX, VectorSearch
+from ..chunkers._base import check_int
 from .configs import REPRESENTATIONS, Representation, _lookup
 from .datasets import Document, Query, Span
 from .metrics import Scores, SpanMeasure, score
@@ -45,17 +47,18 @@ def evaluate(
     representation: str | Representation = "plain",
     representation_params: Mapping[str, Any] | None = None,
     k: int = 5,
-    budget: int | None = 1000,
-    pack: str = "stop",
+    budget_tokens: int | None = 1000,
+    pack: str = "skip",
     measure: SpanMeasure | None = None,
     coverage: float = 0.5,
     cache: EmbeddingCache | None = None,
     exact_max: int = EXACT_MAX,
     name: str = "config",
+    **deprecated: Any,
 ) -> Result:
     """Chunks ``corpus`` with ``chunker`` (anything with ``chunk_batch``), embeds the chunks
     through ``representation`` with ``encoder`` (cached when ``cache`` is given), retrieves for
-    every query the top ``k`` chunks and the chunks that fit ``budget`` tokens (their
+    every query the top ``k`` chunks and the chunks that fit ``budget_tokens`` tokens (their
     ``token_count``, in rank order), and scores both against the evidence.
 
     >>> docs = load_corpus("tests/data/eval/corpus.jsonl")  # doctest: +SKIP
@@ -64,10 +67,16 @@ def evaluate(
     >>> r.at_k.summary()["recall"]["mean"]  # doctest: +SKIP
     0.7...
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be an int >= 1, got {k!r}")
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
-        raise ValueError(f"budget must be an int >= 1 or None, got {budget!r}")
+    renamed("evaluate()", deprecated, "budget", "budget_tokens")
+    budget = deprecated.pop("budget_tokens", budget_tokens)
+    if deprecated:
+        raise TypeError(f"evaluate() got an unexpected keyword argument {next(iter(deprecated))!r}")
+    try:
+        check_int("k", k, 1)
+        if budget is not None:
+            check_int("budget_tokens", budget, 1)
+    except TypeError as exc:  # evaluate's bad values have always been ValueErrors
+        raise ValueError(str(exc)) from exc
     represent = _lookup(REPRESENTATIONS, representation, "representation") if isinstance(representation, str) \
         else representation
     measure = measure or SpanMeasure(corpus)
