@@ -191,9 +191,9 @@ class Encoder:
         once into the cache folder (``$CHUNKFORGE_CACHE``, default ``~/.cache/chunkforge``).
 
         ``variant``: ``"optimized"`` (fused fp32, the default), ``"fp32"`` (plain graph),
-        ``"int8"`` (dynamic int8 with SmoothQuant-style outlier handling, about 2x the
-        fused fp32 speed on CPUs, worst cosine to the PyTorch reference 0.993)
-        or ``"fp16"`` (for GPUs). The first conversion shows a progress bar on a
+        ``"int8"`` (dynamic int8 with SmoothQuant-style outlier handling: the fastest on
+        CPUs, speed and worst cosine to the PyTorch reference in ``benches/results/embed-cpu.md``)
+        or ``"fp16"`` (for GPUs, ``benches/results/gpu-embed.md``). The first conversion shows a progress bar on a
         terminal (``show_progress=False`` hides it, True shows it anywhere).
 
         >>> Encoder.default("int8", intra_op_threads=2).dim  # doctest: +SKIP
