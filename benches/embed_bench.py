@@ -21,8 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from bench_texts import mixed_texts
+
 from chunkforge import Encoder
+
+from bench_texts import mixed_texts
 
 REFERENCE = Path(__file__).resolve().parent.parent / "tests" / "data" / "minilm-reference.npz"
 QUERY = "what is the capital city of portugal and its population"  # 12 tokens with [CLS]/[SEP]

@@ -22,9 +22,11 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-from bench_texts import mixed_texts
+
 from chunkforge import Encoder
 from embed_bench import QUERY, REFERENCE, naive
+
+from bench_texts import mixed_texts
 
 CUDA = "CUDAExecutionProvider"
 

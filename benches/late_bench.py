@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from chunkforge import Encoder, LateChunker, RecursiveChunker
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "docs-corpus-small.jsonl.gz"

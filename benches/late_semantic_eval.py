@@ -16,6 +16,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+
 from chunkforge import Encoder, LateChunker, RecursiveChunker, SemanticChunker
 from chunkforge import eval as ev
 

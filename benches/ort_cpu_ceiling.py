@@ -24,12 +24,14 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-from bench_texts import mixed_texts
-from chunkforge import Encoder
-from chunkforge.encoder import POOLED_OUTPUT, _load_graph, _with_pooled_output
 from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.transformers import optimizer
 from onnxruntime.transformers.fusion_options import FusionOptions
+
+from chunkforge import Encoder
+from chunkforge.encoder import POOLED_OUTPUT, _load_graph, _with_pooled_output
+
+from bench_texts import mixed_texts
 
 THREADS = 2
 LAYERS, HIDDEN, FFN = 6, 384, 1536

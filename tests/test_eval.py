@@ -11,14 +11,15 @@ import math
 import random
 from pathlib import Path
 
-import chunkforge
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import chunkforge
 from chunkforge import cli
 from chunkforge import eval as ev
 from chunkforge.eval import Document, Query, Span, SpanMeasure, score
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 ROOT = Path(__file__).parents[1]
 EVAL = ROOT / "tests" / "data" / "eval"

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DATA, corpus
 
 import chunkforge
 from chunkforge import MarkdownChunker, RecursiveChunker
 from chunkforge._io import read_documents
 from chunkforge.cli import build_parser, main
+
+from conftest import DATA, corpus
 
 pa = pytest.importorskip("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from chunkforge import Encoder, LateChunker, MarkdownChunker, RecursiveChunker, SentenceChunker
+
 from conftest import DATA, corpus
 
 REF = np.load(DATA / "minilm-reference.npz")

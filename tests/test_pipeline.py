@@ -22,6 +22,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 from chunkforge import Encoder, RecursiveChunker, TokenChunker, Tokenizer, pipeline
 from chunkforge.chunkers import node_id
 from chunkforge.cli import main
+
 from conftest import DATA, corpus
 
 MAX_TOKENS = 48

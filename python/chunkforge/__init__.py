@@ -27,10 +27,10 @@ from .chunkers import (
     language_for_path,
 )
 from .errors import ChunkforgeError, DatasetError, InputError
-from .tokenizer import Encoding, Tokenizer
 from .late import LateChunker, LateChunks, LateTokens
 from .represent import ContextAwareChunker, context_prompt, contextualize, with_embed_text
 from .semantic import SemanticChunker
+from .tokenizer import Encoding, Tokenizer
 
 _ENCODER_NAMES = ("Encoder", "TokenEmbeddings", "TruncationWarning")
 _INDEX_NAMES = ("Hit", "Index", "Passage", "Payload")

@@ -1,6 +1,7 @@
 """Type stubs of chunkforge's native (Rust) module."""
 
-from typing import Any, Iterable, Sequence, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt

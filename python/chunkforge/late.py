@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from . import _native
-from .chunk import Chunk, Chunks
 from ._compat import deprecated as _deprecated
 from ._compat import renamed
+from .chunk import Chunk, Chunks
 from .chunkers._base import check_int, rebuild
 from .tokenizer import _as_list
 

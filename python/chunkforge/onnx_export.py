@@ -90,9 +90,10 @@ def ensure_variant(
             path = folder / f"model-{step}.onnx"
             if step == "fp32":
                 model = build_bert_graph(weights, json.loads(config.read_text(encoding="utf-8")))
-                _write_atomic(path, lambda tmp: _save(model, tmp))
+                _write_atomic(path, lambda tmp, model=model: _save(model, tmp))
             elif step in ("optimized", "fp16"):
-                _write_atomic(path, lambda tmp: optimize(folder / "model-fp32.onnx", tmp, config, fp16=step == "fp16"))
+                fp16 = step == "fp16"
+                _write_atomic(path, lambda tmp, fp16=fp16: optimize(folder / "model-fp32.onnx", tmp, config, fp16=fp16))
             else:
                 _write_atomic(path, lambda tmp: quantize_int8(folder / "model-optimized.onnx", tmp, model_dir))
             write_checksum(path)

@@ -48,8 +48,8 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -67,9 +67,9 @@ from ._io import (
     TEXT_KEY,
     Doc,
     atomic_file,
-    file_sha256,
     check_paths,
     expand,
+    file_sha256,
     is_record_file,
     read_records,
     read_text_file,

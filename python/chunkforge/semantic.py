@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import _native
-from .chunk import Chunk, ChunkBatch, Chunks
 from ._compat import keyword_only
+from .chunk import Chunk, ChunkBatch, Chunks
 from .chunkers._base import (
     BatchSpans,
     Spans,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 

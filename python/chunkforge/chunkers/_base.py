@@ -3,8 +3,8 @@ columnar ``spans``/``spans_batch`` bulk path."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Iterable, NamedTuple, Protocol, runtime_checkable
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
+from .._compat import keyword_only
 from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import _as_list, check_threads
-from .._compat import keyword_only
-from ._base import BaseChunker, BatchSpans, Spans, check_int
+from ._base import BaseChunker, BatchSpans, Spans
 from .recursive import RecursiveChunker
 
 # Unicode White_Space: what chunks are trimmed of, as by the other chunkers

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -11,7 +12,7 @@ from .._compat import keyword_only
 from .._io import SYNTAXES, syntax_for_path  # noqa: F401  (syntax_for_path: the one rule, re-exported)
 from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import _as_list, check_threads
-from ._base import BaseChunker, BatchSpans, Spans, check_int, check_min_tokens
+from ._base import BaseChunker, BatchSpans, Spans, check_min_tokens
 
 KINDS = ("text", "heading", "table", "code", "list", "quote", "html")
 

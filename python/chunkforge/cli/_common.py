@@ -14,7 +14,6 @@ from .._io import atomic_file  # noqa: F401  (re-exported for the commands)
 from ..errors import InputError
 
 
-
 @contextlib.contextmanager
 def open_output(path: str | None) -> Iterator[IO[str]]:
     """stdout for None or ``-``; else a temp file beside ``path``, renamed over it on
@@ -40,7 +39,7 @@ def load_index_encoder(index: Any) -> None:
     """Loads the index's encoder now, so that a model that cannot be loaded or
     converted (missing weights, a read-only cache) is a one-line error, as in ``embed``."""
     try:
-        index.encoder
+        _ = index.encoder
     except (ImportError, OSError, ValueError) as exc:
         raise InputError(f"cannot load the index's encoder: {exc}") from exc
 

@@ -13,8 +13,8 @@ from .._io import atomic_file, cache_root
 from .._progress import progress
 from .._search import EXACT_MAX
 from ..errors import DatasetError, InputError
-from ._common import DeprecatedFlag
 from ..eval import Config, EmbeddingCache, SpanMeasure, evaluate, load_corpus, load_queries, markdown, plot, report
+from ._common import DeprecatedFlag
 
 if TYPE_CHECKING:
     from ..encoder import Encoder
