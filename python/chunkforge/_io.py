@@ -107,7 +107,7 @@ def read_text_file(path: str) -> Doc:
     return Doc(path, text, len(data))
 
 
-def read_records(path: str, error: type[Exception] = InputError) -> Iterator[tuple[str, dict, int]]:
+def read_records(path: str, error: type[Exception] = InputError) -> Iterator[tuple[str, dict[str, Any], int]]:
     """``(where, record, nbytes)`` for each record of a JSONL(.gz) or Parquet file or of
     stdin (``-``, JSONL); ``where`` is ``"<path>:<line>"`` (``<stdin>``; the row, from 1,
     for Parquet). Blank lines are skipped; errors are ``error`` naming the place."""
@@ -129,7 +129,7 @@ def read_records(path: str, error: type[Exception] = InputError) -> Iterator[tup
         raise error(f"cannot read {name}: {getattr(exc, 'strerror', None) or exc}") from exc
 
 
-def _parquet_records(path: str, error: type[Exception]) -> Iterator[tuple[str, dict, int]]:
+def _parquet_records(path: str, error: type[Exception]) -> Iterator[tuple[str, dict[str, Any], int]]:
     try:
         import pyarrow.parquet as pq
     except ImportError as exc:
@@ -148,7 +148,7 @@ def _parquet_records(path: str, error: type[Exception]) -> Iterator[tuple[str, d
         raise error(f"cannot read {path}: not a Parquet file ({exc})") from exc
 
 
-def json_object(where: str, line: bytes, error: type[Exception] = InputError) -> dict:
+def json_object(where: str, line: bytes, error: type[Exception] = InputError) -> dict[str, Any]:
     """One JSONL line parsed as a JSON object."""
     try:
         record = json.loads(line)
@@ -165,7 +165,7 @@ def json_object(where: str, line: bytes, error: type[Exception] = InputError) ->
     return record
 
 
-def record_doc_id(where: str, record: dict, default: str | None = None, error: type[Exception] = InputError) -> str | int:
+def record_doc_id(where: str, record: dict[str, Any], default: str | None = None, error: type[Exception] = InputError) -> str | int:
     """The record's document id: ``"doc_id"``, else ``"id"``, else ``default`` (None: an
     error). A string or an integer."""
     key = next((k for k in ID_KEYS if k in record), None)
@@ -179,7 +179,7 @@ def record_doc_id(where: str, record: dict, default: str | None = None, error: t
     return value
 
 
-def record_text(where: str, record: dict, error: type[Exception] = InputError) -> str:
+def record_text(where: str, record: dict[str, Any], error: type[Exception] = InputError) -> str:
     """The record's ``"text"``: a string of valid Unicode."""
     if TEXT_KEY not in record:
         raise error(f'{where}: record has no "text"')
@@ -193,7 +193,7 @@ def record_text(where: str, record: dict, error: type[Exception] = InputError) -
     return text
 
 
-def record_metadata(record: dict) -> dict[str, Any]:
+def record_metadata(record: dict[str, Any]) -> dict[str, Any]:
     """The record's fields other than its id and text."""
     return {k: v for k, v in record.items() if k not in ID_KEYS and k != TEXT_KEY}
 
@@ -317,7 +317,7 @@ def remove_stale(target: Path) -> list[Path]:
     """Removes temp files of ``target`` (``.NAME.PID-*.tmp*``) left by processes that
     no longer run; returns them."""
     pattern = re.compile(rf"\.{re.escape(target.name)}\.(\d+)-[^/]*\.tmp")
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(target.parent))
     except OSError:

@@ -19,7 +19,8 @@ EXACT_MAX = 20_000
 def normalized(v: np.ndarray) -> np.ndarray:
     """``v`` as contiguous float32 rows of unit length (zero rows stay zero)."""
     v = np.ascontiguousarray(v, np.float32)
-    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    unit: np.ndarray = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    return unit
 
 
 def top_k(similarities: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -71,7 +71,7 @@ def _import_pyarrow() -> None:
         raise ImportError('to_arrow() needs pyarrow: pip install "chunkforge[parquet]"') from exc
 
 
-class Chunks(list):
+class Chunks(list[Chunk]):
     """The chunks of one document: a ``list`` of :class:`Chunk` that also converts
     to a table, one row a chunk (``to_arrow()``, ``to_pandas()``).
 
@@ -103,7 +103,7 @@ class Chunks(list):
         return self.to_arrow().to_pandas()  # type: ignore[attr-defined]
 
 
-class ChunkBatch(list):
+class ChunkBatch(list[list[Chunk]]):
     """The chunks of many documents: a ``list`` of :class:`Chunks` in input order
     that converts to one table with a ``doc`` column (the input index), or
     ``doc_id`` when ``doc_ids`` are given.

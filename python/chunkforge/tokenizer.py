@@ -183,7 +183,7 @@ def model_max_length(folder: Path) -> int | None:
     ``max_seq_length``, else ``max_position_embeddings`` (at most 512), else None."""
     import json
 
-    def read(name: str) -> dict:
+    def read(name: str) -> dict[str, Any]:
         path = folder / name
         try:
             value = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}

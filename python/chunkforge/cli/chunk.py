@@ -103,7 +103,7 @@ def add_parser(commands: Any) -> None:
     chunk.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
 
 
-def chunk_record(doc: Doc, c: Chunk) -> dict:
+def chunk_record(doc: Doc, c: Chunk) -> dict[str, Any]:
     """The output record of one chunk; plain chunks get the stable id of a level-0 node.
     The document's metadata (its record's other fields, e.g. ``source``) follows the
     chunk's fields; a metadata field named like a chunk field is dropped."""
@@ -148,7 +148,7 @@ class ChunkWriter:
     def __init__(self, out: IO[str] | None, parquet: Path | None) -> None:
         self.out, self.parquet, self._writer = out, parquet, None
 
-    def write(self, records: list[dict]) -> None:
+    def write(self, records: list[dict[str, Any]]) -> None:
         if self.parquet is None:
             assert self.out is not None
             self.out.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
@@ -173,7 +173,7 @@ class ChunkWriter:
             self._writer.close()
 
 
-def parquet_row(record: dict, names: list[str]) -> dict:
+def parquet_row(record: dict[str, Any], names: list[str]) -> dict[str, Any]:
     """A chunk record as a Parquet row: the document's metadata as one JSON text column."""
     metadata = {k: v for k, v in record.items() if k not in names}
     return {**record, "doc_id": str(record["doc_id"]),

@@ -46,9 +46,9 @@ class ChunkRecord(NamedTuple):
     """One chunk to embed: its id (``doc_id``, ``index``), its text and the whole record."""
 
     doc_id: str
-    index: int
+    index: int  # type: ignore[assignment]  # the chunk's index (shadows tuple.index)
     text: str
-    fields: dict = {}
+    fields: dict[str, Any] = {}
 
 
 def add_parser(commands: Any) -> None:
@@ -102,7 +102,11 @@ def add_parser(commands: Any) -> None:
     embed.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
 
 
-def parse_chunk_record(where: str, record: dict) -> ChunkRecord:
+EmbedPart = Callable[[list[ChunkRecord], int], np.ndarray]
+"""``embed(part, first)``: the vectors of a part whose first chunk is number ``first``."""
+
+
+def parse_chunk_record(where: str, record: dict[str, Any]) -> ChunkRecord:
     """One chunk record; its document id by the one rule (``doc_id``, else ``id``, else
     ``"<path>:<line>"``), ``index`` 0 when absent."""
     doc_id = record_doc_id(where, record, default=where)
@@ -142,7 +146,7 @@ def parse_fields(spec: str | None, fmt: str) -> list[str] | None:
     return [name for name in names if name not in ("doc_id", "index")]
 
 
-def record_fields(record: ChunkRecord, fields: list[str] | None) -> dict:
+def record_fields(record: ChunkRecord, fields: list[str] | tuple[()] | None) -> dict[str, Any]:
     """The fields of a chunk record kept beside its vector (absent ones: None)."""
     if fields is None:
         return {k: v for k, v in record.fields.items() if k not in ("doc_id", "index")}
@@ -163,7 +167,7 @@ def write_part(path: Path, part: list[ChunkRecord], vectors: np.ndarray, fmt: st
     write_checksum(path)
 
 
-def chunk_table(part: list[ChunkRecord], vectors: np.ndarray, fields: list[str] | None = ()) -> pa.Table:
+def chunk_table(part: list[ChunkRecord], vectors: np.ndarray, fields: list[str] | tuple[()] | None = ()) -> pa.Table:
     """A pyarrow table: ``doc_id`` string, ``index`` int64, the chunk record ``fields``
     (types as pyarrow infers them), ``vector`` fixed-size list of float32."""
     import pyarrow as pa
@@ -255,7 +259,7 @@ def run(args: argparse.Namespace) -> str:
         return embed_in_parts(args, out, fmt, encoder, records, embed, fields, bar)
 
 
-def stream_embeddings(records: Iterator[ChunkRecord], part_rows: int, embed: Callable, fields: list[str] | None) -> str:
+def stream_embeddings(records: Iterator[ChunkRecord], part_rows: int, embed: EmbedPart, fields: list[str] | None) -> str:
     """``--out -``: one JSON line a chunk on stdout (``doc_id``, ``index``, the kept fields, ``vector``)."""
     count = 0
     while part := list(itertools.islice(records, part_rows)):
@@ -270,7 +274,7 @@ def stream_embeddings(records: Iterator[ChunkRecord], part_rows: int, embed: Cal
 
 
 def embed_in_parts(args: argparse.Namespace, out: Path, fmt: str, encoder: Encoder, records: Iterator[ChunkRecord],
-                   embed: Callable, fields: list[str] | None, bar: Any) -> str:
+                   embed: EmbedPart, fields: list[str] | None, bar: Any) -> str:
     """Resumable output: parts written atomically, reused on a rerun, then joined."""
     graph = encoder.graph.stat()
     settings = json.dumps([str(encoder.graph), graph.st_size, graph.st_mtime_ns, encoder.max_length,
@@ -288,7 +292,7 @@ def embed_in_parts(args: argparse.Namespace, out: Path, fmt: str, encoder: Encod
 
 
 def embed_parts(args: argparse.Namespace, out: Path, fmt: str, encoder: Encoder, records: Iterator[ChunkRecord],
-                embed: Callable, fields: list[str] | None, bar: Any, settings: str, parts_dir: Path) -> str:
+                embed: EmbedPart, fields: list[str] | None, bar: Any, settings: str, parts_dir: Path) -> str:
     """The parts (a part is reused when its checksum agrees), joined into ``out``."""
     parts: list[Path] = []
     embedded = reused = 0

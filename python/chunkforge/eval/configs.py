@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import sys
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -147,10 +148,10 @@ class Config:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Config:
         """Reads a TOML config; errors name the file and the bad key."""
-        try:
+        if sys.version_info >= (3, 11):
             import tomllib
-        except ImportError:  # Python 3.10
-            import tomli as tomllib  # type: ignore[no-redef]
+        else:  # Python 3.10
+            import tomli as tomllib
         try:
             with open(path, "rb") as f:
                 data = tomllib.load(f)

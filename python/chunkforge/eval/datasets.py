@@ -46,12 +46,12 @@ class Query:
     type: str | None = None
 
 
-def _records(path: str | os.PathLike[str]) -> Iterable[tuple[str, dict]]:
+def _records(path: str | os.PathLike[str]) -> Iterable[tuple[str, dict[str, Any]]]:
     """``(where, object)`` for each record of a JSONL(.gz) or Parquet file (the one reader)."""
     return ((where, record) for where, record, _ in read_records(str(path), error=DatasetError))
 
 
-def _field(where: str, record: dict, name: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
+def _field(where: str, record: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
     if name not in record:
         if default is ...:
             raise DatasetError(f'{where}: missing "{name}"')

@@ -79,8 +79,10 @@ def report(results: Sequence[Result], queries: Sequence[Query], corpus: Sequence
             changes.append({"from": base.name, "to": other.name, "mode": mode,
                             "found_to_missed": [queries[int(i)].id for i in np.flatnonzero(a.found & ~b.found)],
                             "missed_to_found": [queries[int(i)].id for i in np.flatnonzero(~a.found & b.found)]})
-    return _clean({"header": dict(header or {}), "queries": len(queries), "answerable": int(answerable.sum()),
-                   "configs": configs, "changes": changes, "questions": questions})
+    out: dict[str, Any] = _clean({"header": dict(header or {}), "queries": len(queries),
+                                  "answerable": int(answerable.sum()), "configs": configs, "changes": changes,
+                                  "questions": questions})
+    return out
 
 
 def _clean(value: Any) -> Any:
