@@ -30,6 +30,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from ._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS
+from .chunkers._base import check_int
 from .tokenizer import Tokenizer, model_max_length
 
 EMBED_EXTRA = 'pip install "chunkforge[embed]"'
@@ -97,9 +98,9 @@ class Encoder:
         intra_op_threads: int | None = None,
         inter_op_threads: int | None = None,
     ) -> None:
-        _check_int("max_length", max_length, 2)
+        check_int("max_length", max_length, 2)
         if max_batch_tokens is not None:
-            _check_int("max_batch_tokens", max_batch_tokens, 1)
+            check_int("max_batch_tokens", max_batch_tokens, 1)
         if pooling not in ("mean", "cls"):
             raise ValueError(f"pooling must be 'mean' or 'cls', not {pooling!r}")
         if on_overflow not in OVERFLOW_POLICIES:
@@ -274,7 +275,7 @@ class Encoder:
         if convert_to_tensor:
             raise ValueError("convert_to_tensor=True is not supported: chunkforge returns numpy arrays (no PyTorch)")
         if batch_size is not None:
-            _check_int("batch_size", batch_size, 1)
+            check_int("batch_size", batch_size, 1)
         if prompt is not None and not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, not {type(prompt).__name__}")
         single = isinstance(sentences, str)
@@ -652,9 +653,3 @@ def _call(func: object, args: tuple, kwargs: dict) -> object:
     """``func(*args, **kwargs)``: how an :class:`Encoder` unpickles."""
     return func(*args, **kwargs)  # type: ignore[operator]
 
-
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, not {value!r}")

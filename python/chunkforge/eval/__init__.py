@@ -1,29 +1,10 @@
 """Evaluation of chunking for retrieval: metrics over evidence spans, labelled
 datasets, and comparisons of chunking configurations (``chunkforge eval``).
 
-Everything is measured on **evidence spans** ``(doc_id, start, end)`` in source
-``str`` offsets, so any chunking (or any retrieved passage) can be scored
-against the same labels. Sizes are counted in the tokens of one tokenizer (the
-document is tokenized once; a token belongs to a span when its last character
-does) or, with ``unit="chars"``, in characters. For a query with evidence E and
-retrieved spans r1..rn (in rank order), following Chroma's "Evaluating Chunking
-Strategies for Retrieval" (Smith & Troynikov, 2024):
-
-- ``recall    = |E ∩ R| / |E|``, with ``R`` the union of the retrieved spans;
-- ``precision = |E ∩ R| / Σ|ri|``: a token retrieved twice (overlapping or
-  duplicated spans) counts twice in the denominator, once in the numerator;
-- ``iou       = |E ∩ R| / (Σ|ri| + |E| - |E ∩ R|)``;
-- ``precision_omega``: precision when exactly the chunks that hold evidence are
-  retrieved (the best precision a chunking allows; needs ``candidates``);
-- ``evidence_recall``: the share of evidence spans of which the retrieved spans
-  cover at least ``coverage`` (default half); a query is ``found`` when all are;
-- ``mrr`` and ``ndcg`` at the chunk level: a retrieved span is relevant when it
-  holds evidence (a repeat of an earlier span gains nothing); nDCG's ideal
-  ranks every chunk of ``candidates`` that holds evidence first (without
-  candidates: as many relevant spans as evidence spans).
-
-Overlapping evidence spans of a query are merged into E. Queries without
-evidence (unanswerable) get NaN metrics and are left out of the means.
+Everything is measured on **evidence spans** ``(doc_id, start, end)`` in source ``str``
+offsets, so any chunking (or any retrieved passage, or chunks with their ``doc_id``) is
+scored against the same labels; the metrics (recall, precision, IoU, precision-Ω,
+evidence recall, MRR, nDCG) are defined in :mod:`chunkforge.eval.metrics`.
 
 >>> corpus = [Document("a", "Cats sleep. Dogs bark.")]
 >>> measure = SpanMeasure(corpus)
