@@ -53,7 +53,8 @@ def add_parser(commands: Any) -> None:
         '"id", "parent_id", "level", "context"} followed by the input record\'s other fields '
         '(e.g. "source"), or a Parquet file with those columns (the record\'s fields as JSON in '
         '"metadata"). A record\'s id is its "doc_id", else its "id". "markdown" picks the '
-        "syntax from each name (.md Markdown, .rst reStructuredText, .txt/.adoc AsciiDoc titles), "
+        "syntax from each name (.md Markdown, .rst reStructuredText, .txt/.adoc AsciiDoc titles, any other "
+        "name Markdown), "
         '"code" the language from the extension; "hierarchical" writes every node of the tree.',
     )
     chunk.add_argument(
