@@ -11,14 +11,14 @@ text, a list of ``(start, end)`` str offsets.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import chunkforge
 
 __version__ = chunkforge.__version__
 
 
-@lru_cache(maxsize=None)
+@cache
 def _chunker(kind: str, tokenizer_path: str, max_tokens: int):
     tok = chunkforge.Tokenizer.from_file(tokenizer_path)
     cls = {"recursive": chunkforge.RecursiveChunker, "token": chunkforge.TokenChunker, "sentence": chunkforge.SentenceChunker}[kind]

@@ -21,9 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from bench_texts import mixed_texts
+
 from chunkforge import Encoder
-from chunkforge.encoder import POOLED_OUTPUT
+
+from bench_texts import mixed_texts
 
 REFERENCE = Path(__file__).resolve().parent.parent / "tests" / "data" / "minilm-reference.npz"
 QUERY = "what is the capital city of portugal and its population"  # 12 tokens with [CLS]/[SEP]
@@ -36,8 +37,8 @@ def naive(enc: Encoder, batch: int = 32) -> Callable[[list[str]], np.ndarray]:
     def run(texts: list[str]) -> np.ndarray:
         out = []
         for start in range(0, len(texts), batch):
-            ids, mask, _, _ = enc.tokenizer._native.encode_padded(texts[start:start + batch], enc.max_length)
-            out.append(enc._run(enc._session, ids, mask, POOLED_OUTPUT))  # the session and pooling embed uses
+            ids, mask, _, _ = enc.tokenizer.encode_padded(texts[start:start + batch], enc.max_length)
+            out.append(enc.embed_padded(ids, mask))  # the session and pooling embed uses
         return np.concatenate(out)
 
     return run

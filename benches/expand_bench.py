@@ -26,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+
 from chunkforge.index import Index
 
 CORPUS = Path(__file__).parent.parent / "tests" / "data" / "docs-corpus.jsonl.gz"

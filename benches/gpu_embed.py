@@ -22,10 +22,11 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-from bench_texts import mixed_texts
+
 from chunkforge import Encoder
-from chunkforge.encoder import POOLED_OUTPUT
 from embed_bench import QUERY, REFERENCE, naive
+
+from bench_texts import mixed_texts
 
 CUDA = "CUDAExecutionProvider"
 
@@ -42,12 +43,12 @@ def median_seconds(run: Callable[[], object], rounds: int) -> float:
 
 def session_only(enc: Encoder, texts: list[str]) -> Callable[[], None]:
     """The session runs of ``enc.embed(texts)`` on inputs tokenized beforehand."""
-    inputs = [enc.tokenizer._native.encode_padded([texts[i] for i in idx], enc.max_length)[:2]
-              for idx in enc._batches(texts)]
+    inputs = [enc.tokenizer.encode_padded([texts[i] for i in idx], enc.max_length)[:2]
+              for idx in enc.batches(texts)]
 
     def run() -> None:
         for ids, mask in inputs:
-            enc._run(enc._session, ids, mask, POOLED_OUTPUT)
+            enc.embed_padded(ids, mask)
 
     return run
 
@@ -96,8 +97,8 @@ def main() -> None:
     real = 0
     for variant in ("optimized", "fp16"):
         enc = Encoder.default(variant, providers=[CUDA, "CPUExecutionProvider"], on_overflow="truncate")
-        if enc._session.get_providers()[0] != CUDA:
-            sys.exit(f"gpu_embed.py: the session fell back to {enc._session.get_providers()}; is a GPU visible?")
+        if enc.active_providers[0] != CUDA:
+            sys.exit(f"gpu_embed.py: the session fell back to {enc.active_providers}; is a GPU visible?")
         real = int(np.minimum(enc.tokenizer.count_batch(texts) + 2, enc.max_length).sum())
         cosine = (enc.embed(ref_texts) * ref["sentence_embeddings"]).sum(1).min()
         name = "fused fp32" if variant == "optimized" else "fp16"

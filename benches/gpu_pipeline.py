@@ -35,7 +35,7 @@ def main() -> None:
     from chunkforge import Encoder, RecursiveChunker, pipeline
 
     encoder = Encoder.default(args.variant, max_batch_tokens=args.max_batch_tokens)
-    providers = encoder._session.get_providers()
+    providers = encoder.active_providers
     print(f"providers: {providers}, max_batch_tokens {encoder.max_batch_tokens}", flush=True)
     with tempfile.TemporaryDirectory(prefix="gpu-pipeline-") as tmp:
         docs = Path(tmp) / "docs.jsonl"

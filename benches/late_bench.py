@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from chunkforge import Encoder, LateChunker, RecursiveChunker, _native
+
+from chunkforge import Encoder, LateChunker, RecursiveChunker
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "docs-corpus-small.jsonl.gz"
 
@@ -37,7 +38,7 @@ def main() -> None:
     docs = docs[: args.docs or None]
     enc = Encoder.default(intra_op_threads=2)
     chunker = RecursiveChunker(enc.tokenizer, max_tokens=args.max_tokens)
-    late = LateChunker(chunker, enc, window_overlap=args.window_overlap)
+    late = LateChunker(chunker, enc, segment_overlap=args.window_overlap)
 
     def plain() -> int:
         chunks = chunker.chunk_batch(docs)
@@ -57,9 +58,9 @@ def main() -> None:
     counts = enc.tokenizer.count_batch(docs).tolist()
     doc_tokens = int(sum(counts))
     late_tokens = 0
-    for n in counts:  # the windows LateChunker runs: late.window tokens + [CLS]/[SEP] each
-        starts, _ = _native.late_windows(n, late.window, late.window_overlap)
-        late_tokens += int((np.minimum(starts + late.window, n) - starts).sum()) + 2 * len(starts)
+    for n in counts:  # the windows LateChunker runs: late.segment_tokens tokens + [CLS]/[SEP] each
+        starts, _ = late.segments(n)
+        late_tokens += int((np.minimum(starts + late.segment_tokens, n) - starts).sum()) + 2 * len(starts)
     best = {k: min(v) for k, v in times.items()}
     result = {
         "docs": len(docs), "chunks": n_chunks, "doc_tokens": doc_tokens, "max_tokens": args.max_tokens,

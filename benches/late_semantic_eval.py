@@ -16,6 +16,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+
 from chunkforge import Encoder, LateChunker, RecursiveChunker, SemanticChunker
 from chunkforge import eval as ev
 
@@ -44,7 +45,7 @@ def main() -> None:
         ("semantic-256", semantic, "plain"),
         ("semantic-256 late", semantic, late_representation),
     ]
-    results = [ev.evaluate(corpus, queries, chunker, enc, representation=rep, k=5, budget=1000, measure=measure,
+    results = [ev.evaluate(corpus, queries, chunker, enc, representation=rep, k=5, budget_tokens=1000, measure=measure,
                            name=name) for name, chunker, rep in runs]
     header = {"command": "python benches/late_semantic_eval.py", "dataset": "tests/data/eval",
               "model": "all-MiniLM-L6-v2 (optimized ONNX, max_length 256)", "k": 5, "budget": 1000,

@@ -24,12 +24,14 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-from bench_texts import mixed_texts
-from chunkforge import Encoder
-from chunkforge.encoder import POOLED_OUTPUT, _load_graph, _with_pooled_output
 from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.transformers import optimizer
 from onnxruntime.transformers.fusion_options import FusionOptions
+
+from chunkforge import Encoder
+from chunkforge.encoder import POOLED_OUTPUT, _load_graph, _with_pooled_output
+
+from bench_texts import mixed_texts
 
 THREADS = 2
 LAYERS, HIDDEN, FFN = 6, 384, 1536
@@ -81,8 +83,8 @@ def main() -> None:
 
     plain = Encoder.default("fp32", on_overflow="truncate")
     texts = mixed_texts()[:args.texts]
-    batches = [plain.tokenizer._native.encode_padded([texts[i] for i in idx], plain.max_length)[:2]
-               for idx in plain._batches(texts)]
+    batches = [plain.tokenizer.encode_padded([texts[i] for i in idx], plain.max_length)[:2]
+               for idx in plain.batches(texts)]
     real = sum(int(mask.sum()) for _, mask in batches)
     attention_macs = sum(int(mask.sum()) * mask.shape[1] * 2 * HIDDEN for _, mask in batches) * LAYERS
     macs = {"MatMul": real * LAYERS * (HIDDEN * HIDDEN + 2 * HIDDEN * FFN),

@@ -34,10 +34,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from retrieval_lab import Lab, bootstrap, rrf  # noqa: E402
-
 from chunkforge.eval import Span  # noqa: E402
 from chunkforge.index import Index  # noqa: E402
+from retrieval_lab import Lab, bootstrap, rrf  # noqa: E402
 
 BUDGETS = (500, 1000)
 POLICIES = {

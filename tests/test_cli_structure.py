@@ -6,10 +6,11 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import DATA
 
 from chunkforge import Tokenizer
 from chunkforge.cli import main
+
+from conftest import DATA
 
 PY = '''import os
 

@@ -4,21 +4,22 @@ in the context of member chunks, non-ASCII sources, errors."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 import doctest
 import inspect
-import argparse
 import json.decoder
 
 import pytest
-from conftest import cf_tokenizer, hf_count
-from test_chunkers import WHITE_SPACE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import chunkforge
 from chunkforge import CodeChunker, language_for_path
 from chunkforge.chunkers import LANGUAGES, code
+from test_chunkers import WHITE_SPACE
+
+from conftest import cf_tokenizer, hf_count
 
 SOURCES = {
     "python": '''"""Shapes, with a café ☕ in the docstring."""

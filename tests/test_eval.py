@@ -5,19 +5,21 @@ end to end on the labelled set (real tokenizer, ONNX encoder and hnswlib)."""
 from __future__ import annotations
 
 import doctest
+import importlib
 import json
 import math
 import random
 from pathlib import Path
 
-import chunkforge
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import chunkforge
 from chunkforge import cli
 from chunkforge import eval as ev
 from chunkforge.eval import Document, Query, Span, SpanMeasure, score
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 ROOT = Path(__file__).parents[1]
 EVAL = ROOT / "tests" / "data" / "eval"
@@ -172,10 +174,12 @@ def test_native_span_arithmetic_matches_sets(cases, tokens):
 # ------------------------------------------------------------ retrieval pieces
 
 def test_budget_cut_stop_and_skip():
-    assert ev.budget_cut([400, 600, 10], 1000) == [0, 1]  # exactly the budget fits
-    assert ev.budget_cut([400, 601, 10], 1000) == [0]
-    assert ev.budget_cut([400, 601, 10], 1000, "skip") == [0, 2]
+    assert ev.budget_cut([400, 600, 10], 1000, "stop") == [0, 1]  # exactly the budget fits
+    assert ev.budget_cut([400, 601, 10], 1000, "stop") == [0]
+    assert ev.budget_cut([400, 601, 10], 1000) == [0, 2]  # "skip" is the default, as in Index.expand
     assert ev.budget_cut([1200], 1000) == []
+    with pytest.warns(DeprecationWarning, match="budget_tokens"):
+        assert ev.budget_cut([400, 601, 10], budget=1000, pack="stop") == [0]
     with pytest.raises(ValueError, match="pack"):
         ev.budget_cut([1], 1, "fill")
 
@@ -305,8 +309,13 @@ def test_heading_texts_prefix_the_section_path():
 
 def test_docstring_examples(monkeypatch):
     monkeypatch.chdir(ROOT)
-    result = doctest.testmod(ev, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 10 and result.failed == 0
+    attempted = 0
+    for name in ("", ".datasets", ".metrics", ".retrieval", ".configs", ".run", ".report"):
+        module = importlib.import_module(f"chunkforge.eval{name}")
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0, name
+        attempted += result.attempted
+    assert attempted > 10
 
 
 # ------------------------------------------------------------ encoder, cache, end to end
@@ -343,11 +352,12 @@ def test_evaluate_with_a_registered_representation(encoder, tmp_path):
     ev.register_representation("test-plain", reversed_order)
     cache = ev.EmbeddingCache(tmp_path / "emb.sqlite")
     chunker = chunkforge.RecursiveChunker(encoder.tokenizer, max_tokens=128)
-    r = ev.evaluate(corpus, queries, chunker, encoder, representation="test-plain", k=3, budget=300, cache=cache)
+    r = ev.evaluate(corpus, queries, chunker, encoder, representation="test-plain", k=3, budget_tokens=300, cache=cache)
     assert seen["chunks"] == r.chunks
     assert all(len(x) >= 3 for x in r.ranked) and set(r.at_k.n.tolist()) == {3}
     assert (r.at_budget.context <= 300).all()
-    plain = ev.evaluate(corpus, queries, chunker, encoder, k=3, budget=300, cache=cache)
+    with pytest.warns(DeprecationWarning, match="budget_tokens"):  # the old spelling still works
+        plain = ev.evaluate(corpus, queries, chunker, encoder, k=3, budget=300, cache=cache)
     assert cache.reused >= r.chunks  # the same texts were not embedded twice
     assert np.allclose(plain.at_k.recall, r.at_k.recall)
     assert r.at_k.summary()["recall"]["mean"] > 0.5
@@ -357,7 +367,7 @@ def test_cli_eval_three_configs_end_to_end(encoder, tmp_path, capsys):
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join((EVAL / "corpus.jsonl").read_text().splitlines(keepends=True)[:5]))
     args = ["eval", "--corpus", str(corpus), "--queries", str(EVAL / "queries.jsonl"),
-            *[a for c in CONFIGS for a in ("--config", str(c))], "--k", "5", "--budget", "1000",
+            *[a for c in CONFIGS for a in ("--config", str(c))], "--k", "5", "--budget-tokens", "1000",
             "--cache", str(tmp_path / "emb.sqlite"), "--out", str(tmp_path / "report"), "-v"]
     assert cli.main(args) == 0
     err = capsys.readouterr().err

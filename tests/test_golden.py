@@ -8,9 +8,10 @@ import json
 import os
 
 import pytest
-from conftest import DATA, cf_tokenizer, corpus, hf_count
 
 from chunkforge import RecursiveChunker, SentenceChunker, TokenChunker
+
+from conftest import DATA, cf_tokenizer, corpus, hf_count
 
 GOLDEN = DATA / "golden"
 CHUNKERS = {

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TOKENIZER_FILES, WHITE_SPACE, cf_tokenizer, hf_tokenizer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chunkforge
 from chunkforge import MarkdownChunker, RecursiveChunker, SentenceChunker, TokenChunker, _native
+
+from conftest import TOKENIZER_FILES, WHITE_SPACE, cf_tokenizer, hf_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHONPATH = str(Path(chunkforge.__file__).resolve().parent.parent)

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import corpus
 
 import chunkforge
 from chunkforge import RecursiveChunker, TokenChunker
 from chunkforge.cli import main
+
+from conftest import corpus
 
 PYTHONPATH = str(Path(chunkforge.__file__).resolve().parent.parent)
 

@@ -7,14 +7,15 @@ from __future__ import annotations
 import doctest
 
 import pytest
-from conftest import WHITE_SPACE, cf_tokenizer, corpus, hf_count
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_chunkers import adversarial_text
-from test_code_chunker import SOURCES
 
 from chunkforge import Chunk, CodeChunker, HierarchicalChunker, RecursiveChunker, SentenceChunker, TokenChunker
 from chunkforge.chunkers import hierarchy, node_id
+from test_chunkers import adversarial_text
+from test_code_chunker import SOURCES
+
+from conftest import WHITE_SPACE, cf_tokenizer, corpus, hf_count
 
 PROPERTY = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -388,7 +388,7 @@ def test_cli_build_and_query(tmp_path, model_cache, capsys):
     out = tmp_path / "idx"
     assert main(["index", "build", str(doc.parent), "--out", str(out), "--parent-tokens"]) == 0
     capsys.readouterr()
-    assert main(["query", str(out), "which dogs barked?", "--k", "2", "--window", "1", "--budget", "50"]) == 0
+    assert main(["query", str(out), "which dogs barked?", "--k", "2", "--window", "1", "--budget-tokens", "50"]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith(f"[1] {doc}:") and "Four dogs barked." in printed
     # the defaults: the recommended policy (100 hits as they are, within 1,000 tokens)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import corpus
 
 import chunkforge
 from chunkforge import HierarchicalChunker, MarkdownChunker, RecursiveChunker
+
+from conftest import corpus
 
 TEXT = ("Chunkers cut documents into pieces.\n\nEach piece keeps its exact offsets. " * 30
         + "\n\nThe same sentence. The same sentence. The same sentence. " * 10)

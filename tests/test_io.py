@@ -15,12 +15,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DATA, corpus
 
 import chunkforge
 from chunkforge import MarkdownChunker, RecursiveChunker
 from chunkforge._io import read_documents
 from chunkforge.cli import build_parser, main
+
+from conftest import DATA, corpus
 
 pa = pytest.importorskip("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402
@@ -47,7 +48,7 @@ def test_one_id_rule_everywhere(tmp_path):
     path = write_jsonl(tmp_path / "docs.jsonl", records)
     expected = ["d", 7, "eval-style", f"{path}:4"]
     assert [d.doc_id for d in read_documents([str(path)])] == expected
-    from chunkforge.index_cli import read_documents as index_documents
+    from chunkforge.cli.index import read_documents as index_documents
 
     assert [d["id"] for d in index_documents([str(path)])] == [str(x) for x in expected]
     from chunkforge.eval import load_corpus
@@ -199,3 +200,21 @@ def test_help_defaults_match_the_code():
     from chunkforge.encoder import Encoder
 
     assert Encoder.default(intra_op_threads=1).max_batch_tokens in (DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS)
+
+
+def test_one_markup_rule_for_names_of_no_known_syntax(tmp_path, capsys):
+    """An unknown suffix (a record id, ``.csv``) has no known markup and is read as Markdown,
+    MarkdownChunker's default, by ``chunk --strategy markdown`` and eval's heading texts alike."""
+    from chunkforge._io import syntax_for_path, syntax_or_default
+    from chunkforge.eval import Document, heading_texts
+
+    assert syntax_for_path("doc-7") is None and syntax_or_default("doc-7") == "markdown"
+    assert [syntax_or_default(n) for n in ("a.md", "a.rst", "a.rst.txt", "a.txt", "a.adoc")] == [
+        "markdown", "rst", "rst", "asciidoc", "asciidoc"]
+    records = tmp_path / "docs.jsonl"
+    records.write_text(json.dumps({"doc_id": "doc-7", "text": "# Title\n\nSome text here."}) + "\n")
+    assert main(["chunk", str(records), "--strategy", "markdown"]) == 0
+    out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert out[0]["heading_path"] == ["Title"]
+    doc = Document("doc-7", "# Title\n\nSome text here.")
+    assert heading_texts([doc], [[chunkforge.Chunk("Some text here.", 9, 24, 4, 0)]]) == ["Title\n\nSome text here."]

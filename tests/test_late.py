@@ -7,7 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from chunkforge import Encoder, LateChunker, MarkdownChunker, RecursiveChunker, SentenceChunker
+
 from conftest import DATA, corpus
 
 REF = np.load(DATA / "minilm-reference.npz")
@@ -34,7 +36,7 @@ def test_matches_reference(model_cache: Path) -> None:
     cosines = np.einsum("ij,ij->i", vectors, LC["lc_late_span_embeddings"])
     assert cosines.min() > 0.9999, cosines
     tokens = late.token_vectors([LC_TEXT])[0]
-    assert tokens.windows.tolist() == [[0, 402]]
+    assert tokens.segments.tolist() == [[0, 402]]
     np.testing.assert_array_equal(tokens.offsets, REF["lc_offset_mapping"][1:-1])
     np.testing.assert_allclose(tokens.vectors, REF["lc_token_embeddings"][1:-1], atol=1e-4)
 
@@ -44,7 +46,7 @@ def test_short_document_is_one_pass(encoder: Encoder) -> None:
     late = LateChunker(SentenceChunker(max_tokens=40), encoder)
     tokens = late.token_vectors([text])[0]
     one_pass = encoder.token_embeddings([text])[0]
-    assert tokens.windows.tolist() == [[0, len(tokens.vectors)]] and not tokens.window.any()
+    assert tokens.segments.tolist() == [[0, len(tokens.vectors)]] and not tokens.segment.any()
     np.testing.assert_array_equal(tokens.offsets, one_pass.offsets[~one_pass.special])
     np.testing.assert_allclose(tokens.vectors, one_pass.vectors[~one_pass.special], atol=1e-5)
     chunks, vectors = late.chunk(text)
@@ -56,27 +58,27 @@ def test_short_document_is_one_pass(encoder: Encoder) -> None:
 
 
 def test_long_document_each_token_from_one_window(small_window: Encoder) -> None:
-    late = LateChunker(RecursiveChunker(max_tokens=24), small_window, window_overlap=16)
+    late = LateChunker(RecursiveChunker(max_tokens=24), small_window, segment_overlap=16)
     tokens = late.token_vectors([LIGHTHOUSE])[0]
-    n, size = len(tokens.vectors), late.window
-    starts, ends = tokens.windows.T
+    n, size = len(tokens.vectors), late.segment_tokens
+    starts, ends = tokens.segments.T
     assert n == 599 and starts[0] == 0 and ends[-1] == n and (ends - starts == size).all()
     assert (starts[1:] > starts[:-1]).all() and (ends[:-1] - starts[1:] >= 16).all()
     assert len(starts) == -(-(n - 16) // (size - 16))  # as few windows as the overlap allows
     # each token's window holds it, and no other window holds it farther from an edge
-    for p, w in enumerate(tokens.window.tolist()):
+    for p, w in enumerate(tokens.segment.tolist()):
         holding = [k for k in range(len(starts)) if starts[k] <= p < ends[k]]
         depth = [min(p - starts[k], ends[k] - 1 - p) for k in holding]
         assert w == holding[int(np.argmax(depth))]
     # and its vector is that window's output: re-run windows whose text re-encodes to the same ids
     ids = small_window.tokenizer.encode_offsets(LIGHTHOUSE).ids
     checked = 0
-    for w, (a, b) in enumerate(tokens.windows.tolist()):
+    for w, (a, b) in enumerate(tokens.segments.tolist()):
         piece = LIGHTHOUSE[tokens.offsets[a, 0]:tokens.offsets[b - 1, 1]]
         if not np.array_equal(small_window.tokenizer.encode_offsets(piece).ids, ids[a:b]):
             continue  # the window starts inside a word
         alone = small_window.token_embeddings([piece])[0].vectors[1:-1]
-        owned = np.flatnonzero(tokens.window == w)
+        owned = np.flatnonzero(tokens.segment == w)
         np.testing.assert_allclose(tokens.vectors[owned], alone[owned - a], atol=1e-4)
         checked += 1
     assert checked >= len(starts) // 2
@@ -119,10 +121,10 @@ def test_late_vectors_carry_document_context(model_cache: Path) -> None:
 
 
 def test_bad_arguments(encoder: Encoder) -> None:
-    with pytest.raises(ValueError, match="window_overlap"):
-        LateChunker(None, encoder, window_overlap=254)
-    with pytest.raises(TypeError, match="window_overlap"):
-        LateChunker(None, encoder, window_overlap=1.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="segment_overlap"):
+        LateChunker(None, encoder, segment_overlap=254)
+    with pytest.raises(TypeError, match="segment_overlap"):
+        LateChunker(None, encoder, segment_overlap=1.5)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="chunker"):
         LateChunker("recursive", encoder)
     late = LateChunker(None, encoder)
@@ -134,3 +136,16 @@ def test_bad_arguments(encoder: Encoder) -> None:
         late.embed_chunks("One.   Two.", [(4, 7)])
     with pytest.raises(ValueError, match="one list per text"):
         late.embed_chunks_batch(["a", "b"], [[(0, 1)]])
+
+
+def test_late_window_names_are_deprecated_aliases(encoder):
+    with pytest.warns(DeprecationWarning, match="segment_overlap"):
+        late = LateChunker(None, encoder, window_overlap=16)
+    assert late.segment_overlap == 16
+    with pytest.warns(DeprecationWarning, match="segment_tokens"):
+        assert late.window == late.segment_tokens
+    with pytest.warns(DeprecationWarning, match="segment_overlap"):
+        assert late.window_overlap == 16
+    tokens = late.token_vectors(["One. Two."])[0]
+    with pytest.warns(DeprecationWarning, match="segments"):
+        assert tokens.windows is tokens.segments

@@ -8,11 +8,12 @@ import json
 import re
 
 import pytest
-from conftest import DATA, cf_tokenizer, corpus, hf_count
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chunkforge import MarkdownChunker, RecursiveChunker
+
+from conftest import DATA, cf_tokenizer, corpus, hf_count
 
 MD = DATA / "markdown"
 READMES = sorted(MD.glob("*-README.md"))

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import cf_tokenizer, corpus, hf_count
 
 import chunkforge
 from chunkforge import MarkdownChunker, RecursiveChunker, SentenceChunker
 from chunkforge.chunkers.markdown import syntax_for_path
+
+from conftest import cf_tokenizer, corpus, hf_count
 
 
 def adjacent_overlaps(chunker, docs, kind):
@@ -52,7 +53,7 @@ def test_recursive_overlap_share_on_corpus(kind, overlap):
     assert (sizes > 0).mean() >= (0.85 if overlap == 16 else 0.9)  # before: 35% at overlap 32
     # of those that overlap, most share at least half of the overlap
     assert (sizes[sizes > 0] >= overlap / 2).mean() >= 0.9
-    for text, chunks in zip(docs, chunker.chunk_batch(docs)):
+    for chunks in chunker.chunk_batch(docs):
         assert all(c.token_count <= 256 for c in chunks)
 
 

@@ -9,7 +9,6 @@ import pickle
 
 import numpy as np
 import pytest
-from conftest import DATA, TOKENIZER_FILES, corpus
 
 import chunkforge
 from chunkforge import (
@@ -19,9 +18,11 @@ from chunkforge import (
     MarkdownChunker,
     RecursiveChunker,
     SentenceChunker,
-    Tokenizer,
     TokenChunker,
+    Tokenizer,
 )
+
+from conftest import TOKENIZER_FILES, corpus
 
 
 def chunk_spans(job):

@@ -20,7 +20,9 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from chunkforge import Encoder, RecursiveChunker, TokenChunker, Tokenizer, pipeline
-from chunkforge.cli import main, node_id
+from chunkforge.chunkers import node_id
+from chunkforge.cli import main
+
 from conftest import DATA, corpus
 
 MAX_TOKENS = 48

@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
+
 from chunkforge import (
     Chunk,
     ContextAwareChunker,
@@ -21,6 +22,7 @@ from chunkforge import (
     with_embed_text,
 )
 from chunkforge.represent import render
+
 from conftest import DATA
 
 README = (DATA / "markdown" / "getrandom-README.md").read_text(encoding="utf-8")

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from chunkforge import Encoder, SemanticChunker, split_sentences
-from conftest import WHITE_SPACE, corpus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from chunkforge import Encoder, SemanticChunker, split_sentences
+
+from conftest import WHITE_SPACE, corpus
 
 TOPICS = [
     ("Cats are small carnivorous mammals kept as pets. A cat sleeps for most of the day. "

@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chunkforge import _native
-from conftest import corpus, cf_tokenizer, hf_tokenizer
+
+from conftest import cf_tokenizer, corpus, hf_tokenizer
 
 TEXT = st.lists(st.sampled_from(list("ab c.\n\t-'é😀x1") + ["tmp464", "https://x.org/a_b", " the", "Ünïcode", "[CLS]"]),
                 max_size=120).map("".join)

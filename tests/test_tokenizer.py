@@ -6,12 +6,13 @@ import json
 
 import numpy as np
 import pytest
-from conftest import DATA, TOKENIZER_FILES, cf_tokenizer, corpus, hf_count, hf_tokenizer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chunkforge
 from chunkforge import Tokenizer
+
+from conftest import DATA, TOKENIZER_FILES, cf_tokenizer, corpus, hf_count, hf_tokenizer
 
 TRICKY = [
     "",

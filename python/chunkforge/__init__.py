@@ -16,6 +16,7 @@ from .chunk import Chunk, ChunkBatch, Chunks
 from .chunkers import (
     BaseChunker,
     BatchSpans,
+    Chunker,
     CodeChunker,
     HierarchicalChunker,
     MarkdownChunker,
@@ -25,10 +26,11 @@ from .chunkers import (
     TokenChunker,
     language_for_path,
 )
-from .tokenizer import Encoding, Tokenizer
+from .errors import ChunkforgeError, DatasetError, InputError
 from .late import LateChunker, LateChunks, LateTokens
 from .represent import ContextAwareChunker, context_prompt, contextualize, with_embed_text
 from .semantic import SemanticChunker
+from .tokenizer import Encoding, Tokenizer
 
 _ENCODER_NAMES = ("Encoder", "TokenEmbeddings", "TruncationWarning")
 _INDEX_NAMES = ("Hit", "Index", "Passage", "Payload")
@@ -65,15 +67,19 @@ __all__ = [
     "BaseChunker",
     "BatchSpans",
     "Chunk",
+    "Chunker",
     "ChunkBatch",
+    "ChunkforgeError",
     "Chunks",
     "CodeChunker",
     "ContextAwareChunker",
+    "DatasetError",
     "Encoder",
     "Encoding",
     "HierarchicalChunker",
     "Hit",
     "Index",
+    "InputError",
     "LateChunker",
     "LateChunks",
     "LateTokens",

@@ -1,25 +1,54 @@
-"""Reading documents and records: one reader and one document-id rule for every
-command (``chunk``, ``embed``, ``index build``, ``eval``).
+"""The one module for files: reading documents and records with one document-id
+rule, writing files atomically, the cache folder and the markup of a file name.
+Every command (``chunk``, ``embed``, ``embed-docs``, ``index build``, ``eval``) and
+every writer (CLI outputs, embed parts, ONNX conversions, index files) goes through it.
 
-Inputs are text files (their path is their id), folders (their files with the given
-suffixes, recursively, in sorted order), JSONL files (``.jsonl``/``.jsonl.gz``, one
-object a line), Parquet files (``.parquet``, one row a record; needs pyarrow) and ``-``
-(JSONL records on stdin). A record's id is its ``"doc_id"``, else its ``"id"``
+Reading. Inputs are text files (their path is their id), folders (their files with
+the given suffixes, recursively, in sorted order), JSONL files (``.jsonl``/``.jsonl.gz``,
+one object a line), Parquet files (``.parquet``, one row a record; needs pyarrow) and
+``-`` (JSONL records on stdin). A record's id is its ``"doc_id"``, else its ``"id"``
 (``doc_id`` wins when both are there: chunk records carry the document in ``doc_id``
 and their own id in ``id``); its ``"text"`` is the text; every other field is metadata,
 passed through to what is made of it.
+
+Markup. :func:`syntax_for_path` is the one rule: ``.md``/``.markdown`` Markdown,
+``.rst``/``.rst.txt`` reStructuredText, ``.adoc``/``.asciidoc``/``.txt`` AsciiDoc;
+any other name (a record id such as ``"doc-7"``) has no known markup: None, which
+:func:`syntax_or_default` reads as Markdown, :class:`~chunkforge.MarkdownChunker`'s
+own default.
+
+Writing (:func:`atomic_path`): readers see the old content or the new, never a mix.
+
+- A regular file (or a name not yet taken) is written to a temp file beside it,
+  synced, given the umask's permissions and renamed over it.
+- A symlink is followed: the file it points to is replaced, the link stays.
+- Anything else (``/dev/stdout``, a FIFO, a device) cannot be replaced by a
+  rename: the content is written to a temp file in the system's temp folder and
+  then copied into it (write-through, not atomic).
+- A file can carry a checksum (``PATH.sha256``, :func:`write_checksum`): a
+  cached or resumable file is reused only when :func:`checksum_ok`.
+- Temp files are named ``.NAME.PID-RANDOM.tmp``: one left by a killed process
+  is removed by the next write of the same name once that process is gone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import hashlib
 import json
 import os
+import re
+import shutil
+import stat
 import sys
+import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from .errors import InputError
 
 FOLDER_SUFFIXES = (".md", ".txt", ".rst", ".adoc")
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz")
@@ -29,10 +58,6 @@ ID_KEYS = ("doc_id", "id")
 """The document id fields, the first present wins."""
 TEXT_KEY = "text"
 PARQUET_BATCH_ROWS = 1024
-
-
-class InputError(Exception):
-    """Bad input; the message names the file (and line) at fault."""
 
 
 class Doc(NamedTuple):
@@ -82,7 +107,7 @@ def read_text_file(path: str) -> Doc:
     return Doc(path, text, len(data))
 
 
-def read_records(path: str, error: type[Exception] = InputError) -> Iterator[tuple[str, dict, int]]:
+def read_records(path: str, error: type[Exception] = InputError) -> Iterator[tuple[str, dict[str, Any], int]]:
     """``(where, record, nbytes)`` for each record of a JSONL(.gz) or Parquet file or of
     stdin (``-``, JSONL); ``where`` is ``"<path>:<line>"`` (``<stdin>``; the row, from 1,
     for Parquet). Blank lines are skipped; errors are ``error`` naming the place."""
@@ -104,7 +129,7 @@ def read_records(path: str, error: type[Exception] = InputError) -> Iterator[tup
         raise error(f"cannot read {name}: {getattr(exc, 'strerror', None) or exc}") from exc
 
 
-def _parquet_records(path: str, error: type[Exception]) -> Iterator[tuple[str, dict, int]]:
+def _parquet_records(path: str, error: type[Exception]) -> Iterator[tuple[str, dict[str, Any], int]]:
     try:
         import pyarrow.parquet as pq
     except ImportError as exc:
@@ -123,7 +148,7 @@ def _parquet_records(path: str, error: type[Exception]) -> Iterator[tuple[str, d
         raise error(f"cannot read {path}: not a Parquet file ({exc})") from exc
 
 
-def json_object(where: str, line: bytes, error: type[Exception] = InputError) -> dict:
+def json_object(where: str, line: bytes, error: type[Exception] = InputError) -> dict[str, Any]:
     """One JSONL line parsed as a JSON object."""
     try:
         record = json.loads(line)
@@ -140,7 +165,7 @@ def json_object(where: str, line: bytes, error: type[Exception] = InputError) ->
     return record
 
 
-def record_doc_id(where: str, record: dict, default: str | None = None, error: type[Exception] = InputError) -> str | int:
+def record_doc_id(where: str, record: dict[str, Any], default: str | None = None, error: type[Exception] = InputError) -> str | int:
     """The record's document id: ``"doc_id"``, else ``"id"``, else ``default`` (None: an
     error). A string or an integer."""
     key = next((k for k in ID_KEYS if k in record), None)
@@ -154,7 +179,7 @@ def record_doc_id(where: str, record: dict, default: str | None = None, error: t
     return value
 
 
-def record_text(where: str, record: dict, error: type[Exception] = InputError) -> str:
+def record_text(where: str, record: dict[str, Any], error: type[Exception] = InputError) -> str:
     """The record's ``"text"``: a string of valid Unicode."""
     if TEXT_KEY not in record:
         raise error(f'{where}: record has no "text"')
@@ -168,7 +193,7 @@ def record_text(where: str, record: dict, error: type[Exception] = InputError) -
     return text
 
 
-def record_metadata(record: dict) -> dict[str, Any]:
+def record_metadata(record: dict[str, Any]) -> dict[str, Any]:
     """The record's fields other than its id and text."""
     return {k: v for k, v in record.items() if k not in ID_KEYS and k != TEXT_KEY}
 
@@ -183,3 +208,172 @@ def read_documents(paths: Iterable[str], suffixes: tuple[str, ...] = FOLDER_SUFF
                 yield Doc(doc_id, record_text(where, record), nbytes, record_metadata(record))
         else:
             yield read_text_file(path)
+
+
+# ---------------------------------------------------------------- markup and cache
+
+SYNTAXES = ("markdown", "rst", "asciidoc")
+DEFAULT_SYNTAX = "markdown"
+"""What a name of no known markup is parsed as (MarkdownChunker's default syntax)."""
+
+
+def syntax_for_path(name: str) -> str | None:
+    """The markup of a file from its name: ``markdown`` (``.md``, ``.markdown``), ``rst``
+    (``.rst``, and Sphinx's ``.rst.txt`` sources), ``asciidoc`` (``.adoc``, ``.asciidoc``,
+    ``.txt``) or None (no known markup).
+
+    >>> syntax_for_path("guide.md"), syntax_for_path("api.rst.txt"), syntax_for_path("x.csv")
+    ('markdown', 'rst', None)
+    """
+    lower = name.lower()
+    if lower.endswith((".rst", ".rst.txt")):
+        return "rst"
+    if lower.endswith((".md", ".markdown")):
+        return "markdown"
+    if lower.endswith((".adoc", ".asciidoc", ".txt")):
+        return "asciidoc"
+    return None
+
+
+def syntax_or_default(name: str) -> str:
+    """:func:`syntax_for_path`, a name of no known markup read as :data:`DEFAULT_SYNTAX`.
+
+    >>> syntax_or_default("notes.txt"), syntax_or_default("doc-7")
+    ('asciidoc', 'markdown')
+    """
+    return syntax_for_path(name) or DEFAULT_SYNTAX
+
+
+def cache_root() -> Path:
+    """The cache folder: ``$CHUNKFORGE_CACHE``, else ``$XDG_CACHE_HOME/chunkforge``, else ``~/.cache/chunkforge``."""
+    env = os.environ.get("CHUNKFORGE_CACHE")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "chunkforge"
+
+
+# ---------------------------------------------------------------- writing atomically
+
+
+class OutputError(OSError):
+    """A file could not be written; the message names it."""
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | os.PathLike[str], suffix: str = ".tmp") -> Iterator[Path]:
+    """A temp path to write; on success its content becomes ``target``'s (see the
+    module's rules), on any failure (Ctrl-C included) it is removed. Errors
+    creating the temp file or putting it in place are :class:`OutputError`."""
+    target = Path(target)
+    try:
+        mode = os.stat(target).st_mode  # follows symlinks
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    if mode is not None and stat.S_ISDIR(mode):
+        raise OutputError(f"cannot write {target}: it is a folder")
+    through = mode is not None and not stat.S_ISREG(mode)
+    final = target if through else Path(os.path.realpath(target))
+    folder = Path(tempfile.gettempdir()) if through else final.parent
+    if not through:
+        remove_stale(final)
+    try:
+        fd, name = tempfile.mkstemp(dir=folder, prefix=f".{final.name}.{os.getpid()}-", suffix=suffix)
+    except OSError as exc:
+        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        try:
+            if through:
+                with open(tmp, "rb") as src, open(target, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+            else:
+                with open(tmp, "rb") as f:
+                    os.fsync(f.fileno())
+                os.chmod(tmp, 0o666 & ~_umask())
+                os.replace(tmp, final)
+        except OSError as exc:
+            raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def atomic_file(target: str | os.PathLike[str], flag: str = "--out") -> Iterator[Path]:
+    """:func:`atomic_path` for a command's output: a file that cannot be written is an
+    :class:`~chunkforge.errors.InputError` naming ``flag``."""
+    try:
+        with atomic_path(target) as tmp:
+            yield tmp
+    except OutputError as exc:
+        raise InputError(f"{flag}: {exc}") from exc
+
+
+def remove_stale(target: Path) -> list[Path]:
+    """Removes temp files of ``target`` (``.NAME.PID-*.tmp*``) left by processes that
+    no longer run; returns them."""
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.(\d+)-[^/]*\.tmp")
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = pattern.match(entry.name)
+        if match and not _alive(int(match.group(1))):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _umask() -> int:
+    """The process umask (read by setting it and restoring it)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def checksum_path(path: Path) -> Path:
+    """Where the checksum of ``path`` is kept: ``PATH.sha256`` beside it."""
+    return path.with_name(path.name + ".sha256")
+
+
+def write_checksum(path: Path) -> None:
+    """Writes ``PATH.sha256`` (atomically) for a finished file."""
+    with atomic_path(checksum_path(path)) as tmp:
+        tmp.write_text(file_sha256(path) + "\n", encoding="ascii")
+
+
+def checksum_ok(path: Path) -> bool:
+    """True when ``path`` and its checksum exist and agree; False when not
+    (missing, truncated, flipped bytes, killed before the checksum was written):
+    the caller makes the file again, replacing it atomically."""
+    try:
+        return checksum_path(path).read_text(encoding="ascii").strip() == file_sha256(path)
+    except (OSError, UnicodeDecodeError):
+        return False

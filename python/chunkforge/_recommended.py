@@ -8,7 +8,8 @@ read it without the index extra)."""
 RECOMMENDED = {"k": 100, "budget_tokens": 1000}
 
 # The encoder's batches, in padded tokens (read by the CLI's help without importing onnxruntime):
-# on CPUs small batches keep the GEMMs in cache (512 tokens ran 1.03x (fused fp32) and 1.09x
-# (int8) faster than 1,024, and 1.2x faster than 8,192); GPUs need large ones to fill the device.
+# on CPUs small batches keep the GEMMs in cache, GPUs need large ones to fill the device. The
+# sweeps that chose them: benches/results/embed-cpu.md ("Fairer baseline, 512-token batches")
+# and benches/results/gpu-embed.md.
 DEFAULT_CPU_BATCH_TOKENS = 512
 DEFAULT_GPU_BATCH_TOKENS = 16384

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 
@@ -22,6 +23,8 @@ class Chunk:
     ``level`` (0 = the largest) and ``children`` (ids). ``embed_text`` is the text
     the encoder sees when it differs from ``text`` (title, headings, context
     prepended: see :func:`chunkforge.with_embed_text`); offsets still index ``text``.
+    ``doc_id`` names the document when known (:meth:`Chunks.with_doc_id`), so that
+    chunks score directly as retrieved spans in :func:`chunkforge.eval.score`.
 
     >>> from chunkforge import RecursiveChunker
     >>> doc = "First paragraph.\\n\\nSecond one."
@@ -43,6 +46,7 @@ class Chunk:
     level: int | None = None
     children: tuple[str, ...] = ()
     embed_text: str | None = None
+    doc_id: str | None = None
 
 
 # the columns of a chunk table, in Chunk's field order
@@ -67,7 +71,7 @@ def _import_pyarrow() -> None:
         raise ImportError('to_arrow() needs pyarrow: pip install "chunkforge[parquet]"') from exc
 
 
-class Chunks(list):
+class Chunks(list[Chunk]):
     """The chunks of one document: a ``list`` of :class:`Chunk` that also converts
     to a table, one row a chunk (``to_arrow()``, ``to_pandas()``).
 
@@ -85,12 +89,21 @@ class Chunks(list):
         rows = [{name: getattr(c, name) for name in _COLUMNS} for c in self]
         return pa.Table.from_pylist(rows, schema=_arrow_schema())
 
+    def with_doc_id(self, doc_id: str) -> Chunks:
+        """Copies of the chunks with ``doc_id`` set.
+
+        >>> from chunkforge import RecursiveChunker
+        >>> RecursiveChunker(max_tokens=4).chunk("One. Two.").with_doc_id("a")[0].doc_id
+        'a'
+        """
+        return Chunks(dataclasses.replace(c, doc_id=doc_id) for c in self)
+
     def to_pandas(self) -> object:
         """A ``pandas.DataFrame`` of :meth:`to_arrow`."""
         return self.to_arrow().to_pandas()  # type: ignore[attr-defined]
 
 
-class ChunkBatch(list):
+class ChunkBatch(list[list[Chunk]]):
     """The chunks of many documents: a ``list`` of :class:`Chunks` in input order
     that converts to one table with a ``doc`` column (the input index), or
     ``doc_id`` when ``doc_ids`` are given.

@@ -30,6 +30,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from ._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS
+from .chunkers._base import check_int
 from .tokenizer import Tokenizer, model_max_length
 
 EMBED_EXTRA = 'pip install "chunkforge[embed]"'
@@ -97,9 +98,9 @@ class Encoder:
         intra_op_threads: int | None = None,
         inter_op_threads: int | None = None,
     ) -> None:
-        _check_int("max_length", max_length, 2)
+        check_int("max_length", max_length, 2)
         if max_batch_tokens is not None:
-            _check_int("max_batch_tokens", max_batch_tokens, 1)
+            check_int("max_batch_tokens", max_batch_tokens, 1)
         if pooling not in ("mean", "cls"):
             raise ValueError(f"pooling must be 'mean' or 'cls', not {pooling!r}")
         if on_overflow not in OVERFLOW_POLICIES:
@@ -111,7 +112,7 @@ class Encoder:
             max_length=max_length, pooling=pooling, normalize=normalize, max_batch_tokens=max_batch_tokens,
             on_overflow=on_overflow, providers=providers, intra_op_threads=intra_op_threads,
             inter_op_threads=inter_op_threads))
-        prefix, suffix = tokenizer._native.special_tokens()
+        prefix, suffix = tokenizer.special_tokens
         self._specials = (len(prefix), len(suffix))
         # chunkers made with this tokenizer default to the text tokens the model takes
         self.tokenizer = tokenizer.with_window(max_length - len(prefix) - len(suffix))
@@ -128,11 +129,9 @@ class Encoder:
         self._query_session: ort.InferenceSession | None = None
         self._cuda = self._session.get_providers()[0] == "CUDAExecutionProvider"
         self.max_batch_tokens = max_batch_tokens or (DEFAULT_GPU_BATCH_TOKENS if self._cuda else DEFAULT_CPU_BATCH_TOKENS)
-        prefix, suffix = tokenizer._native.special_tokens()
         self._prefix, self._suffix = np.array(prefix, np.int64), np.array(suffix, np.int64)
-        ids, mask, _, _ = tokenizer._native.encode_padded(["", "a"], max_length)
-        self._pad_id = int(ids[0, -1])  # the empty text's row is padded to the other's width
-        ids, mask = ids[:1, :int(mask[0].sum())], mask[:1, :int(mask[0].sum())]
+        self._pad_id = tokenizer.pad_id
+        ids, mask, _, _ = tokenizer.encode_padded([""], max_length)
         self.dim = int(self._run(self._session, ids, mask, POOLED_OUTPUT).shape[-1])
 
     @classmethod
@@ -193,9 +192,9 @@ class Encoder:
         once into the cache folder (``$CHUNKFORGE_CACHE``, default ``~/.cache/chunkforge``).
 
         ``variant``: ``"optimized"`` (fused fp32, the default), ``"fp32"`` (plain graph),
-        ``"int8"`` (dynamic int8 with SmoothQuant-style outlier handling, about 2x the
-        fused fp32 speed on CPUs, worst cosine to the PyTorch reference 0.993)
-        or ``"fp16"`` (for GPUs). The first conversion shows a progress bar on a
+        ``"int8"`` (dynamic int8 with SmoothQuant-style outlier handling: the fastest on
+        CPUs, speed and worst cosine to the PyTorch reference in ``benches/results/embed-cpu.md``)
+        or ``"fp16"`` (for GPUs, ``benches/results/gpu-embed.md``). The first conversion shows a progress bar on a
         terminal (``show_progress=False`` hides it, True shows it anywhere).
 
         >>> Encoder.default("int8", intra_op_threads=2).dim  # doctest: +SKIP
@@ -276,7 +275,7 @@ class Encoder:
         if convert_to_tensor:
             raise ValueError("convert_to_tensor=True is not supported: chunkforge returns numpy arrays (no PyTorch)")
         if batch_size is not None:
-            _check_int("batch_size", batch_size, 1)
+            check_int("batch_size", batch_size, 1)
         if prompt is not None and not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, not {type(prompt).__name__}")
         single = isinstance(sentences, str)
@@ -317,7 +316,7 @@ class Encoder:
         bar = progress(show_progress, total=len(token_ids), unit=" texts", desc="embedding") if owned else show_progress
         try:
             for idx in self._length_batches(lengths, [f"token_ids[{i}]" for i in range(len(token_ids))], stacklevel=4):
-                ids, mask = self._padded([token_ids[i] for i in idx])
+                ids, mask = self.pad_token_ids([token_ids[i] for i in idx])
                 out[idx] = self._run(self._session, ids, mask, POOLED_OUTPUT)
                 bar.update(len(idx))
         finally:
@@ -325,7 +324,7 @@ class Encoder:
                 bar.close()
         return out
 
-    def _padded(self, token_ids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    def pad_token_ids(self, token_ids: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """``input_ids`` and ``attention_mask`` of texts given as content token ids, laid out
         as the tokenizer's ``encode_padded`` lays out texts: special tokens added, cut at
         ``max_length``, padded with the tokenizer's pad id to the longest row."""
@@ -370,7 +369,7 @@ class Encoder:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
-        ids, mask, _, full = self.tokenizer._native.encode_padded([text], self.max_length)
+        ids, mask, _, full = self.tokenizer.encode_padded([text], self.max_length)
         self._check_overflow(full, ["text"], stacklevel=3)
         if self._query_session is None and self._cuda:
             self._query_session = self._session
@@ -389,8 +388,8 @@ class Encoder:
         one (both release the GIL), so that a GPU is not left waiting on the host."""
 
         def encode(idx: np.ndarray) -> tuple:
-            return self.tokenizer._native.encode_padded([texts[i] for i in idx], self.max_length,
-                                                        return_offsets=return_offsets)
+            return self.tokenizer.encode_padded([texts[i] for i in idx], self.max_length,
+                                                return_offsets=return_offsets)
 
         if len(batches) <= 1:
             yield from ((idx, encode(idx)) for idx in batches)
@@ -403,17 +402,49 @@ class Encoder:
                     pending = pool.submit(encode, batches[k + 1])
                 yield idx, inputs
 
+    @property
+    def active_providers(self) -> list[str]:
+        """The execution providers the session runs on, preferred first (a CUDA request
+        that fell back to the CPU shows ``CPUExecutionProvider`` first).
+
+        >>> Encoder.default().active_providers[0]  # doctest: +SKIP
+        'CPUExecutionProvider'
+        """
+        return list(self._session.get_providers())
+
+    def batches(self, texts: Iterable[str]) -> list[np.ndarray]:
+        """The indices of ``texts`` in the batches :meth:`embed` runs them in (longest first,
+        each within ``max_batch_tokens`` padded tokens)."""
+        return self._batches(list(texts))
+
+    def embed_padded(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The pooled vectors of one batch tokenized beforehand by
+        :meth:`Tokenizer.encode_padded <chunkforge.Tokenizer.encode_padded>` (the session and
+        pooling :meth:`embed` uses; no sorting, batching or overflow check).
+
+        >>> enc = Encoder.default()  # doctest: +SKIP
+        >>> enc.embed_padded(*enc.tokenizer.encode_padded(["Hi"], enc.max_length)[:2]).shape  # doctest: +SKIP
+        (1, 384)
+        """
+        return self._run(self._session, ids, mask, POOLED_OUTPUT)
+
     def _batches(self, texts: list[str], max_texts: int | None = None) -> list[np.ndarray]:
         """Indices of the texts by batch: longest first, each batch at most
         ``max_batch_tokens`` padded tokens (or one text) and ``max_texts`` texts."""
-        lengths = self.tokenizer._native.count_batch(texts) + sum(self._specials)
+        lengths = self.tokenizer.count_batch(texts) + sum(self._specials)
         return self._length_batches(lengths, [f"texts[{i}]" for i in range(len(texts))], 5, max_texts)
 
     def _length_batches(self, lengths: np.ndarray, names: list[str], stacklevel: int,
                         max_texts: int | None = None) -> list[np.ndarray]:
         """:meth:`_batches` given the texts' token counts (special tokens included)."""
         self._check_overflow(lengths, names, stacklevel=stacklevel)
-        lengths = np.minimum(lengths, self.max_length)
+        return self.length_batches(lengths, max_texts)
+
+    def length_batches(self, lengths: np.ndarray, max_texts: int | None = None) -> list[np.ndarray]:
+        """Indices of inputs by batch given their token counts (special tokens included):
+        longest first, each batch at most ``max_batch_tokens`` padded tokens (or one input)
+        and ``max_texts`` inputs; no overflow check (see :meth:`embed`)."""
+        lengths = np.minimum(np.asarray(lengths, np.int64), self.max_length)
         order = np.argsort(-lengths, kind="stable")
         batches, start = [], 0
         while start < len(order):
@@ -632,9 +663,3 @@ def _call(func: object, args: tuple, kwargs: dict) -> object:
     """``func(*args, **kwargs)``: how an :class:`Encoder` unpickles."""
     return func(*args, **kwargs)  # type: ignore[operator]
 
-
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, not {value!r}")

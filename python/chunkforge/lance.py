@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from .cli import InputError
+from .errors import InputError
 
 TABLE = "chunks"
 LANCEDB_EXTRA = 'pip install "chunkforge[lancedb]"'

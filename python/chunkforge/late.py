@@ -4,10 +4,11 @@ that fall inside each chunk's character span.
 Each chunk's vector then sees the whole document (up to the model's window):
 "the city" in the third chunk of a page about Lisbon is embedded as Lisbon.
 A document longer than the encoder's ``max_length`` is covered by overlapping
-macro windows of ``max_length`` tokens; each token's vector comes from the one
-window where it sits farthest from an edge, so every token is taken once and
-every chunk gets exactly one vector whatever the document's length. Windows of
+segments of ``max_length`` tokens; each token's vector comes from the one
+segment where it sits farthest from an edge, so every token is taken once and
+every chunk gets exactly one vector whatever the document's length. Segments of
 many documents are batched together under the encoder's ``max_batch_tokens``.
+(In chunkforge ``window`` means the sentences around a hit; these are segments.)
 
 >>> from chunkforge import Encoder, LateChunker, SentenceChunker
 >>> late = LateChunker(SentenceChunker(max_tokens=64), Encoder.default())  # doctest: +SKIP
@@ -24,6 +25,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from . import _native
+from ._compat import deprecated as _deprecated
+from ._compat import renamed
 from .chunk import Chunk, Chunks
 from .chunkers._base import check_int, rebuild
 from .tokenizer import _as_list
@@ -38,13 +41,26 @@ _Doc = tuple[np.ndarray, "LateTokens"]  # a document's token ids and its LateTok
 class LateTokens(NamedTuple):
     """A document's content tokens (special tokens excluded) as late chunking sees
     them: ``vectors`` float32 ``(t, d)``, char ``offsets`` int64 ``(t, 2)``,
-    ``windows`` int64 ``(w, 2)`` token ranges ``[start, end)`` of the macro windows,
-    and ``window`` int64 ``(t,)``: the window each token's vector was taken from."""
+    ``segments`` int64 ``(w, 2)`` token ranges ``[start, end)`` of the segments the
+    document was encoded in, and ``segment`` int64 ``(t,)``: the segment each token's
+    vector was taken from. (``windows``/``window``: their deprecated names.)"""
 
     vectors: np.ndarray
     offsets: np.ndarray
-    windows: np.ndarray
-    window: np.ndarray
+    segments: np.ndarray
+    segment: np.ndarray
+
+    @property
+    def windows(self) -> np.ndarray:
+        """Deprecated: :attr:`segments`."""
+        _deprecated("LateTokens.windows", "LateTokens.segments")
+        return self.segments
+
+    @property
+    def window(self) -> np.ndarray:
+        """Deprecated: :attr:`segment`."""
+        _deprecated("LateTokens.window", "LateTokens.segment")
+        return self.segment
 
 
 class LateChunks(NamedTuple):
@@ -66,9 +82,9 @@ class LateChunks(NamedTuple):
 class LateChunker:
     """Chunks with ``chunker`` and embeds the chunks by late chunking with ``encoder``.
 
-    ``window_overlap``: tokens shared by neighbouring macro windows of a document
-    longer than the encoder's window (``max_length`` minus ``[CLS]``/``[SEP]``);
-    each token then has at least ``window_overlap / 2`` tokens of context on both
+    ``segment_overlap`` (formerly ``window_overlap``): tokens shared by neighbouring
+    segments of a document longer than ``segment_tokens`` (the encoder's ``max_length``
+    minus ``[CLS]``/``[SEP]``); each token then has at least ``segment_overlap / 2`` tokens of context on both
     sides. Vectors are the mean of the chunk's token vectors (special tokens
     excluded), L2-normalized when the encoder normalizes. ``chunker`` may be
     ``None`` when only :meth:`embed_chunks` is used.
@@ -80,7 +96,11 @@ class LateChunker:
     (2, 384)
     """
 
-    def __init__(self, chunker: Any, encoder: Encoder, window_overlap: int = 32) -> None:
+    def __init__(self, chunker: Any, encoder: Encoder, segment_overlap: int = 32, **deprecated: Any) -> None:
+        renamed("LateChunker", deprecated, "window_overlap", "segment_overlap")
+        segment_overlap = deprecated.pop("segment_overlap", segment_overlap)
+        if deprecated:
+            raise TypeError(f"LateChunker() got an unexpected keyword argument {next(iter(deprecated))!r}")
         if chunker is not None and not callable(getattr(chunker, "chunk", None)):
             raise TypeError(f"chunker must have a chunk(text) method (or be None), not {type(chunker).__name__}")
         if not callable(getattr(encoder, "token_embeddings", None)):
@@ -88,14 +108,35 @@ class LateChunker:
         self.chunker = chunker
         self.encoder = encoder
         head, tail = encoder.special_token_counts
-        self.window = encoder.max_length - head - tail
-        self.window_overlap = check_int("window_overlap", window_overlap, 0)
-        if self.window_overlap >= self.window:
-            raise ValueError(f"window_overlap ({window_overlap}) must be smaller than the encoder's window "
-                             f"({self.window} tokens: max_length {encoder.max_length} minus special tokens)")
-        prefix, suffix = encoder.tokenizer._native.special_tokens()
+        self.segment_tokens = encoder.max_length - head - tail
+        self.segment_overlap = check_int("segment_overlap", segment_overlap, 0)
+        if self.segment_overlap >= self.segment_tokens:
+            raise ValueError(f"segment_overlap ({segment_overlap}) must be smaller than the encoder's window "
+                             f"({self.segment_tokens} tokens: max_length {encoder.max_length} minus special tokens)")
+        prefix, suffix = encoder.tokenizer.special_tokens
         self._prefix = np.array(prefix, np.int64)
         self._suffix = np.array(suffix, np.int64)
+
+    @property
+    def window(self) -> int:
+        """Deprecated: :attr:`segment_tokens`."""
+        _deprecated("LateChunker.window", "LateChunker.segment_tokens")
+        return self.segment_tokens
+
+    @property
+    def window_overlap(self) -> int:
+        """Deprecated: :attr:`segment_overlap`."""
+        _deprecated("LateChunker.window_overlap", "LateChunker.segment_overlap")
+        return self.segment_overlap
+
+    def segments(self, n_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(starts, owner)`` of a document of ``n_tokens`` content tokens: each segment's
+        first token, and for each token the segment its vector is taken from.
+
+        >>> late.segments(600)[0].tolist()  # doctest: +SKIP
+        [0, 222, 346]
+        """
+        return _native.late_windows(n_tokens, self.segment_tokens, self.segment_overlap)
 
     def chunk(self, text: str) -> LateChunks:
         """Chunks one document and embeds its chunks by late chunking."""
@@ -104,7 +145,7 @@ class LateChunker:
     __call__ = chunk
 
     def chunk_batch(self, texts: Iterable[str]) -> list[LateChunks]:
-        """Chunks and late-embeds many documents, their windows batched together."""
+        """Chunks and late-embeds many documents, their segments batched together."""
         if self.chunker is None:
             raise ValueError("this LateChunker has no chunker (chunker=None): use embed_chunks")
         texts = _as_list(texts)
@@ -143,10 +184,10 @@ class LateChunker:
         return out
 
     def token_vectors(self, texts: Iterable[str]) -> list[LateTokens]:
-        """Each document's content-token vectors in context, from its macro windows.
+        """Each document's content-token vectors in context, from its segments.
 
         >>> tokens = late.token_vectors([long_text])[0]  # doctest: +SKIP
-        >>> len(tokens.windows), bool((tokens.window[1:] >= tokens.window[:-1]).all())  # doctest: +SKIP
+        >>> len(tokens.segments), bool((tokens.segment[1:] >= tokens.segment[:-1]).all())  # doctest: +SKIP
         (3, True)
         """
         texts = _as_list(texts)
@@ -155,52 +196,39 @@ class LateChunker:
             if not isinstance(text, str):
                 raise TypeError(f"texts[{i}] must be a str, not {type(text).__name__}")
             ids, offsets = self.encoder.tokenizer.encode_offsets(text)
-            starts, owner = _native.late_windows(len(ids), self.window, self.window_overlap)
-            ends = np.minimum(starts + self.window, len(ids))
+            starts, owner = self.segments(len(ids))
+            ends = np.minimum(starts + self.segment_tokens, len(ids))
             vectors = np.empty((len(ids), self.encoder.dim), np.float32)
             docs.append((ids.astype(np.int64), LateTokens(vectors, offsets, np.stack([starts, ends], 1), owner)))
-        windows = [(d, w) for d, (ids, tok) in enumerate(docs) if len(ids) for w in range(len(tok.windows))]
-        for batch in self._batches(windows, docs):
-            self._run_windows(batch, docs)
+        segments = [(d, w) for d, (ids, tok) in enumerate(docs) if len(ids) for w in range(len(tok.segments))]
+        for batch in self._batches(segments, docs):
+            self._run_segments(batch, docs)
         return [tok for _, tok in docs]
 
-    def _batches(self, windows: list[tuple[int, int]], docs: list[_Doc]) -> list[list[tuple[int, int]]]:
-        """Windows longest first, at most ``max_batch_tokens`` padded tokens a batch."""
+    def _batches(self, segments: list[tuple[int, int]], docs: list[_Doc]) -> list[list[tuple[int, int]]]:
+        """Segments longest first, at most ``max_batch_tokens`` padded tokens a batch."""
         extra = len(self._prefix) + len(self._suffix)
-        length = [int(np.diff(docs[d][1].windows[w])[0]) + extra for d, w in windows]
-        order = np.argsort(-np.array(length, np.int64), kind="stable")
-        batches, start = [], 0
-        while start < len(order):
-            size = max(1, self.encoder.max_batch_tokens // length[order[start]])
-            batches.append([windows[k] for k in order[start:start + size]])
-            start += size
-        return batches
+        length = np.array([int(np.diff(docs[d][1].segments[w])[0]) + extra for d, w in segments], np.int64)
+        return [[segments[k] for k in idx] for idx in self.encoder.length_batches(length)]
 
-    def _run_windows(self, batch: list[tuple[int, int]], docs: list[_Doc]) -> None:
-        """Encodes a batch of windows and keeps each token's vector from its own window."""
+    def _run_segments(self, batch: list[tuple[int, int]], docs: list[_Doc]) -> None:
+        """Encodes a batch of segments and keeps each token's vector from its own segment."""
         head = len(self._prefix)
-        rows = [np.concatenate([self._prefix, docs[d][0][slice(*docs[d][1].windows[w])], self._suffix])
-                for d, w in batch]
-        width = max(len(r) for r in rows)
-        ids = np.zeros((len(rows), width), np.int64)
-        mask = np.zeros((len(rows), width), np.int64)
-        for r, row in enumerate(rows):
-            ids[r, :len(row)] = row
-            mask[r, :len(row)] = 1
+        ids, mask = self.encoder.pad_token_ids([docs[d][0][slice(*docs[d][1].segments[w])] for d, w in batch])
         states = self.encoder.token_states(ids, mask)
         for r, (d, w) in enumerate(batch):
             tok = docs[d][1]
-            lo, hi = np.searchsorted(tok.window, [w, w + 1])
-            start = tok.windows[w, 0]
+            lo, hi = np.searchsorted(tok.segment, [w, w + 1])
+            start = tok.segments[w, 0]
             tok.vectors[lo:hi] = states[r, head + lo - start:head + hi - start]
 
     def __reduce__(self) -> tuple:
         """Pickles as its parameters (chunker and encoder re-created from their configuration)."""
-        params = {"chunker": self.chunker, "encoder": self.encoder, "window_overlap": self.window_overlap}
+        params = {"chunker": self.chunker, "encoder": self.encoder, "segment_overlap": self.segment_overlap}
         return (rebuild, (LateChunker, params))
 
     def __repr__(self) -> str:
-        return f"LateChunker({self.chunker!r}, {self.encoder!r}, window_overlap={self.window_overlap})"
+        return f"LateChunker({self.chunker!r}, {self.encoder!r}, segment_overlap={self.segment_overlap})"
 
 
 def _spans(text: str, chunks: Sequence[SpanLike], doc: int) -> np.ndarray:

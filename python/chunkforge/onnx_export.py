@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._atomic import atomic_path, checksum_ok, write_checksum
+from ._io import atomic_path, cache_root, checksum_ok, write_checksum  # noqa: F401  (cache_root re-exported)
 
 if TYPE_CHECKING:
     import onnx
@@ -47,14 +47,6 @@ MASK_VALUE = -10000.0  # finite in float16 too, unlike float32's minimum
 SMOOTH_ALPHA = {"layer_norm": 0.65, "attention": 0.5}
 FP32_OUTLIER_CHANNELS = 4
 CALIBRATION_TEXTS = 240
-
-
-def cache_root() -> Path:
-    """The cache folder: ``$CHUNKFORGE_CACHE``, else ``$XDG_CACHE_HOME/chunkforge``, else ``~/.cache/chunkforge``."""
-    env = os.environ.get("CHUNKFORGE_CACHE")
-    if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "chunkforge"
 
 
 # what each variant is made from, in order
@@ -98,9 +90,10 @@ def ensure_variant(
             path = folder / f"model-{step}.onnx"
             if step == "fp32":
                 model = build_bert_graph(weights, json.loads(config.read_text(encoding="utf-8")))
-                _write_atomic(path, lambda tmp: _save(model, tmp))
+                _write_atomic(path, lambda tmp, model=model: _save(model, tmp))
             elif step in ("optimized", "fp16"):
-                _write_atomic(path, lambda tmp: optimize(folder / "model-fp32.onnx", tmp, config, fp16=step == "fp16"))
+                fp16 = step == "fp16"
+                _write_atomic(path, lambda tmp, fp16=fp16: optimize(folder / "model-fp32.onnx", tmp, config, fp16=fp16))
             else:
                 _write_atomic(path, lambda tmp: quantize_int8(folder / "model-optimized.onnx", tmp, model_dir))
             write_checksum(path)
@@ -340,7 +333,7 @@ def _activation_maxima(model: onnx.ModelProto, texts: list[str], model_dir: Path
     maxima = {n: np.zeros(0, np.float32) for n in names}
     texts = sorted(texts, key=len)
     for start in range(0, len(texts), 16):
-        ids, mask, _, _ = tokenizer._native.encode_padded(texts[start:start + 16], 256)
+        ids, mask, _, _ = tokenizer.encode_padded(texts[start:start + 16], 256)
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         real = mask.astype(bool)
         for name, value in zip(names, session.run(names, feed)):

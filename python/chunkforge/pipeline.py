@@ -48,8 +48,8 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -59,7 +59,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from tqdm import tqdm
 
-from ._atomic import file_sha256
 from ._io import (
     FOLDER_SUFFIXES,
     ID_KEYS,
@@ -67,16 +66,19 @@ from ._io import (
     STDIN,
     TEXT_KEY,
     Doc,
-    InputError,
+    atomic_file,
     check_paths,
     expand,
+    file_sha256,
     is_record_file,
     read_records,
     read_text_file,
     record_doc_id,
     record_text,
 )
-from .cli import CODE_SUFFIXES, ChunkerSet, atomic_file, load_encoder, node_id
+from ._options import CODE_SUFFIXES, ChunkerSet, load_encoder
+from .chunkers import node_id
+from .errors import InputError
 from .tokenizer import DEFAULT_TOKENIZER, Tokenizer
 
 if TYPE_CHECKING:

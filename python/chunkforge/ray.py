@@ -24,7 +24,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._io import ID_KEYS, Doc, InputError
+from ._io import ID_KEYS, Doc
+from .errors import InputError
 from .pipeline import JobSpec, Planned, Progress, ShardBuilder, ShardStats, shard_entry, shard_stats
 
 if TYPE_CHECKING:

@@ -26,8 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from ._compat import keyword_only
 from .chunk import Chunk, ChunkBatch, Chunks
-from .chunkers._base import check_int, rebuild
+from .chunkers._base import BatchSpans, Spans, batch_spans_of, check_int, rebuild, spans_of
 from .tokenizer import _as_list
 
 DEFAULT_TEMPLATE = "{title} > {heading_path}\n\n{context}\n\n{text}"
@@ -118,10 +119,12 @@ class ContextAwareChunker:
     True
     """
 
+    @keyword_only("reserve_tokens", "template")
     def __init__(
         self,
         chunker: Any,
         max_tokens: int | None = None,
+        *,
         reserve_tokens: int | None = None,
         template: str = DEFAULT_TEMPLATE,
     ) -> None:
@@ -165,6 +168,14 @@ class ContextAwareChunker:
         if len(titles) != len(texts):
             raise ValueError(f"titles must hold one title per text: {len(titles)} for {len(texts)} texts")
         return ChunkBatch(self.chunk(t, title) for t, title in zip(texts, titles))
+
+    def spans(self, text: str) -> Spans:
+        """The chunks' spans as numpy columns."""
+        return spans_of(self.chunk(text))
+
+    def spans_batch(self, texts: Iterable[str]) -> BatchSpans:
+        """The chunks' spans of many documents as numpy columns."""
+        return batch_spans_of(self.chunk_batch(texts))
 
     def _chunker(self, budget: int) -> Any:
         params = self.chunker._params()
@@ -247,7 +258,7 @@ def contextualize(
 
 def _open_cache(path: str | os.PathLike[str] | None) -> sqlite3.Connection:
     if path is None:
-        from .onnx_export import cache_root
+        from ._io import cache_root
 
         path = cache_root() / "contextualize.sqlite"
     Path(path).parent.mkdir(parents=True, exist_ok=True)

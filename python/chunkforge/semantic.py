@@ -25,8 +25,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import _native
+from ._compat import keyword_only
 from .chunk import Chunk, ChunkBatch, Chunks
-from .chunkers._base import check_int, check_min_tokens, default_max_tokens, rebuild
+from .chunkers._base import (
+    BatchSpans,
+    Spans,
+    batch_spans_of,
+    check_int,
+    check_min_tokens,
+    default_max_tokens,
+    rebuild,
+    spans_of,
+)
 from .chunkers.recursive import RecursiveChunker
 from .tokenizer import _as_list
 
@@ -52,10 +62,12 @@ class SemanticChunker:
     True
     """
 
+    @keyword_only("min_tokens", "threshold", "window")
     def __init__(
         self,
         encoder: Encoder,
         max_tokens: int | None = None,
+        *,
         min_tokens: int | None = None,
         threshold: float | str = "p95",
         window: int = 1,
@@ -91,6 +103,14 @@ class SemanticChunker:
         sentences = [_native.split_sentences(t) for t in texts]
         distances = self.distances_batch(texts, sentences)
         return ChunkBatch(self._chunks(t, s, d) for t, s, d in zip(texts, sentences, distances))
+
+    def spans(self, text: str) -> Spans:
+        """The chunks' spans as numpy columns."""
+        return spans_of(self.chunk(text))
+
+    def spans_batch(self, texts: Iterable[str]) -> BatchSpans:
+        """The chunks' spans of many documents as numpy columns."""
+        return batch_spans_of(self.chunk_batch(texts))
 
     def distances_batch(self, texts: list[str], sentences: list[list[tuple[int, int]]]) -> list[np.ndarray]:
         """Per document the ``1 - cos`` distance at each of its sentence boundaries

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -86,10 +87,45 @@ class Tokenizer:
         return tokenizer.with_window(DEFAULT_MODEL_MAX_LENGTH - tokenizer.special_token_count)
 
     @property
+    def special_tokens(self) -> tuple[list[int], list[int]]:
+        """The ids the model adds before and after a text (``[CLS]`` and ``[SEP]``).
+
+        >>> Tokenizer.default().special_tokens
+        ([101], [102])
+        """
+        prefix, suffix = self._native.special_tokens()
+        return list(prefix), list(suffix)
+
+    @property
     def special_token_count(self) -> int:
         """How many special tokens the model adds around a text (2 for ``[CLS] ... [SEP]``)."""
-        prefix, suffix = self._native.special_tokens()
+        prefix, suffix = self.special_tokens
         return len(prefix) + len(suffix)
+
+    def encode_padded(
+        self, texts: Iterable[str], max_length: int, *, return_offsets: bool = False, threads: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+        """Model inputs of a batch: ``(ids, attention_mask, offsets, lengths)``, the texts with
+        special tokens, truncated to ``max_length`` and padded to the longest row (int64
+        ``(n, width)``); ``offsets`` ``(n, width, 2)`` with ``return_offsets`` (else None);
+        ``lengths`` is each text's full length before truncation (to detect overflow).
+
+        >>> ids, mask, _, lengths = Tokenizer.default().encode_padded(["Hello!", "Hi"], 8)
+        >>> ids.shape, mask.sum(1).tolist(), lengths.tolist()
+        ((2, 4), [4, 3], [4, 3])
+        """
+        return self._native.encode_padded(_as_list(texts), max_length, return_offsets=return_offsets,
+                                          threads=check_threads(threads))
+
+    @property
+    def pad_id(self) -> int:
+        """The id that pads a batch's shorter rows.
+
+        >>> Tokenizer.default().pad_id
+        0
+        """
+        ids, _, _, _ = self._native.encode_padded(["", "a"], 8)
+        return int(ids[0, -1])  # the empty text's row is padded to the other's width
 
     @classmethod
     def from_str(cls, json: str) -> Tokenizer:
@@ -161,7 +197,7 @@ def model_max_length(folder: Path) -> int | None:
     ``max_seq_length``, else ``max_position_embeddings`` (at most 512), else None."""
     import json
 
-    def read(name: str) -> dict:
+    def read(name: str) -> dict[str, Any]:
         path = folder / name
         try:
             value = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}

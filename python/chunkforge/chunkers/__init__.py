@@ -1,6 +1,6 @@
 """The chunkers: one module per kind, sharing :class:`BaseChunker`."""
 
-from ._base import BaseChunker, BatchSpans, Spans
+from ._base import BaseChunker, BatchSpans, Chunker, Spans
 from .code import LANGUAGES, CodeChunker, language_for_path
 from .hierarchy import HierarchicalChunker, node_id
 from .markdown import MarkdownChunker
@@ -12,6 +12,7 @@ __all__ = [
     "LANGUAGES",
     "BaseChunker",
     "BatchSpans",
+    "Chunker",
     "CodeChunker",
     "HierarchicalChunker",
     "MarkdownChunker",

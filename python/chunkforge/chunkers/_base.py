@@ -3,7 +3,8 @@ columnar ``spans``/``spans_batch`` bulk path."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, NamedTuple
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -35,6 +36,39 @@ class BatchSpans(NamedTuple):
     def to_arrow(self) -> Any:
         """A ``pyarrow.Table`` of the columns (zero-copy); ``doc`` is the input index."""
         return _columns_table(self)
+
+
+@runtime_checkable
+class Chunker(Protocol):
+    """What every chunker of chunkforge offers: ``chunk`` and ``chunk_batch`` give
+    :class:`~chunkforge.Chunk` lists, ``spans`` and ``spans_batch`` the same cuts as
+    numpy columns. Parameters after ``max_tokens`` are keyword-only.
+
+    >>> from chunkforge import Chunker, RecursiveChunker
+    >>> isinstance(RecursiveChunker(max_tokens=64), Chunker)
+    True
+    """
+
+    def chunk(self, text: str) -> list[Chunk]: ...
+
+    def chunk_batch(self, texts: Iterable[str]) -> list[list[Chunk]]: ...
+
+    def spans(self, text: str) -> Spans: ...
+
+    def spans_batch(self, texts: Iterable[str]) -> BatchSpans: ...
+
+
+def spans_of(chunks: Sequence[Chunk]) -> Spans:
+    """The columns of one document's chunks (for chunkers that make Chunk objects first)."""
+    return Spans(np.array([c.start for c in chunks], np.int64), np.array([c.end for c in chunks], np.int64),
+                 np.array([c.token_count for c in chunks], np.int64))
+
+
+def batch_spans_of(docs: Sequence[Sequence[Chunk]]) -> BatchSpans:
+    """The columns of many documents' chunks; ``doc`` is the input index."""
+    doc = np.repeat(np.arange(len(docs), dtype=np.int64), [len(cs) for cs in docs])
+    one = spans_of([c for cs in docs for c in cs])
+    return BatchSpans(doc, one.start, one.end, one.token_count)
 
 
 def _columns_table(columns: NamedTuple) -> Any:

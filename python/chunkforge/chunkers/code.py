@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
+from .._compat import keyword_only
 from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import _as_list, check_threads
-from ._base import BaseChunker, BatchSpans, Spans, check_int
+from ._base import BaseChunker, BatchSpans, Spans
 from .recursive import RecursiveChunker
 
 # Unicode White_Space: what chunks are trimmed of, as by the other chunkers
@@ -195,11 +197,13 @@ class CodeChunker(BaseChunker):
     ('Greeter', 'bye') 'class Greeter:' "def bye(self):\\n        return 'bye'"
     """
 
+    @keyword_only("include_imports")
     def __init__(
         self,
         tokenizer: Any = None,
         language: str | None = None,
         max_tokens: int | None = None,
+        *,
         include_imports: bool = False,
     ) -> None:
         super().__init__(tokenizer, max_tokens, 0)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
-from ..chunk import Chunk, Chunks
-from ..tokenizer import as_tokenizer
-from ._base import check_int, rebuild
+from .._compat import keyword_only
+from ..chunk import Chunk, ChunkBatch, Chunks
+from ..tokenizer import _as_list, as_tokenizer
+from ._base import BatchSpans, Spans, batch_spans_of, check_int, rebuild, spans_of
 from .recursive import RecursiveChunker
 
 
@@ -42,10 +44,12 @@ class HierarchicalChunker:
     True
     """
 
+    @keyword_only("base")
     def __init__(
         self,
         tokenizer: Any = None,
         levels: Sequence[int] = (2048, 512, 128),
+        *,
         base: Callable[..., Any] | None = None,
     ) -> None:
         self.tokenizer = as_tokenizer(tokenizer)
@@ -65,6 +69,23 @@ class HierarchicalChunker:
         for chunker in self._chunkers:
             if not callable(getattr(chunker, "chunk", None)):
                 raise TypeError(f"base must make chunkers (with a chunk method), got {chunker!r}")
+
+    def chunk_batch(self, texts: Iterable[str], threads: int | None = None,
+                    doc_ids: Sequence[str] | None = None) -> list[list[Chunk]]:
+        """:meth:`chunk` for many documents (``doc_ids[i]`` for ``texts[i]``)."""
+        texts = _as_list(texts)
+        ids = [""] * len(texts) if doc_ids is None else list(doc_ids)
+        if len(ids) != len(texts):
+            raise ValueError(f"doc_ids must hold one id per text: {len(ids)} for {len(texts)} texts")
+        return ChunkBatch(self.chunk(t, i) for t, i in zip(texts, ids))
+
+    def spans(self, text: str) -> Spans:
+        """Every node's span as numpy columns (the order of :meth:`chunk`)."""
+        return spans_of(self.chunk(text))
+
+    def spans_batch(self, texts: Iterable[str], threads: int | None = None) -> BatchSpans:
+        """Every node's span of many documents as numpy columns."""
+        return batch_spans_of(self.chunk_batch(texts))
 
     def chunk(self, text: str, doc_id: str = "") -> list[Chunk]:
         """All nodes of the tree, each parent before its children, in document

@@ -2,34 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
 from .. import _native
+from .._compat import keyword_only
+from .._io import SYNTAXES, syntax_for_path  # noqa: F401  (syntax_for_path: the one rule, re-exported)
 from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import _as_list, check_threads
-from ._base import BaseChunker, BatchSpans, Spans, check_int, check_min_tokens
+from ._base import BaseChunker, BatchSpans, Spans, check_min_tokens
 
 KINDS = ("text", "heading", "table", "code", "list", "quote", "html")
-SYNTAXES = ("markdown", "rst", "asciidoc")
-
-
-def syntax_for_path(name: str) -> str | None:
-    """The markup of a file from its name: ``markdown`` (``.md``), ``rst`` (``.rst``,
-    and Sphinx's ``.rst.txt`` sources), ``asciidoc`` (``.adoc``, ``.txt``) or None.
-
-    >>> syntax_for_path("guide.md"), syntax_for_path("api.rst.txt"), syntax_for_path("x.csv")
-    ('markdown', 'rst', None)
-    """
-    lower = name.lower()
-    if lower.endswith((".rst", ".rst.txt")):
-        return "rst"
-    if lower.endswith((".md", ".markdown")):
-        return "markdown"
-    if lower.endswith((".adoc", ".asciidoc", ".txt")):
-        return "asciidoc"
-    return None
 
 
 class MarkdownChunker(BaseChunker):
@@ -51,10 +36,12 @@ class MarkdownChunker(BaseChunker):
     [(('Guide',), '# Guide\\n\\nIntro text.'), (('Guide', 'Install'), '## Install\\n\\nRun pip.')]
     """
 
+    @keyword_only("min_tokens", "overlap", "syntax")
     def __init__(
         self,
         tokenizer: Any = None,
         max_tokens: int | None = None,
+        *,
         min_tokens: int = 0,
         overlap: int = 0,
         syntax: str = "markdown",
@@ -108,5 +95,56 @@ class MarkdownChunker(BaseChunker):
             )
         return out
 
+    def sections(self, text: str) -> list[tuple[int, int, tuple[str, ...]]]:
+        """``(start, end, heading_path)`` of each section of ``text`` that holds chunks, in
+        order (a section's span runs from its first chunk's start to its last one's end).
+
+        >>> MarkdownChunker(max_tokens=64).sections("# A\\n\\nOne.\\n\\n## B\\n\\nTwo.")
+        [(0, 9, ('A',)), (11, 21, ('A', 'B'))]
+        """
+        rows, paths = self._structured([text], 1)[0]
+        out: list[tuple[int, int, tuple[str, ...]]] = []
+        last = -1
+        for s, e, _, sec in rows[:, :4].tolist():
+            if sec == last:
+                out[-1] = (out[-1][0], e, out[-1][2])
+            else:
+                out.append((s, e, tuple(paths[sec])))
+            last = sec
+        return out
+
     def _params(self) -> dict[str, Any]:
         return {**super()._params(), "min_tokens": self.min_tokens, "syntax": self.syntax}
+
+
+SECTION_TOKENS = 1 << 30
+"""``max_tokens`` of a chunker that only outlines sections (no section is ever split)."""
+
+
+def sections(text: str, syntax: str | None, tokenizer: Any = None) -> list[tuple[int, int, tuple[str, ...]]]:
+    """``(start, end, heading_path)`` of the sections of ``text`` parsed as ``syntax``
+    (see :meth:`MarkdownChunker.sections`); ``syntax=None`` (no known markup): the
+    stripped text as one section without headings, none when it is blank.
+
+    >>> sections("  Plain text.  ", None)
+    [(2, 13, ())]
+    """
+    if syntax is None:
+        stripped = text.strip()
+        if not stripped:
+            return []
+        start = len(text) - len(text.lstrip())
+        return [(start, start + len(stripped), ())]
+    return _outliner(tokenizer, syntax).sections(text)
+
+
+_OUTLINERS: dict[str, MarkdownChunker] = {}
+
+
+def _outliner(tokenizer: Any, syntax: str) -> MarkdownChunker:
+    """A section-outlining chunker; the default tokenizer's are kept, one per syntax."""
+    if tokenizer is not None:
+        return MarkdownChunker(tokenizer, max_tokens=SECTION_TOKENS, syntax=syntax)
+    if syntax not in _OUTLINERS:
+        _OUTLINERS[syntax] = MarkdownChunker(max_tokens=SECTION_TOKENS, syntax=syntax)
+    return _OUTLINERS[syntax]

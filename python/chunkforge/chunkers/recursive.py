@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .. import _native
+from .._compat import keyword_only
 from ._base import BaseChunker, check_min_tokens
 
 
@@ -27,10 +29,12 @@ class RecursiveChunker(BaseChunker):
     ['Intro line.', 'A second paragraph,', 'longer than the first one.']
     """
 
+    @keyword_only("overlap", "separators", "min_tokens")
     def __init__(
         self,
         tokenizer: Any = None,
         max_tokens: int | None = None,
+        *,
         overlap: int = 0,
         separators: Sequence[str] | None = None,
         min_tokens: int = 0,

@@ -14,16 +14,25 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from .. import _native
-from .._atomic import atomic_path
+from .._io import atomic_path, syntax_for_path
 from .._recommended import RECOMMENDED
 from .._rwlock import RWLock, reads, writes
+from .._search import EXACT_MAX, normalized, top_k
 from ..chunkers._base import check_int
 from ..chunkers.hierarchy import node_id
-from ..chunkers.markdown import syntax_for_path
 from ..tokenizer import Tokenizer
 from .bm25 import BM25
 from .payload import DocumentTree, Hit, Passage, Payload
-from .storage import FORMAT, CorruptIndexError, check_manifest, checksum, fsync, fsync_dir, manifest_checksum, tokenizer_json
+from .storage import (
+    FORMAT,
+    CorruptIndexError,
+    check_manifest,
+    checksum,
+    fsync,
+    fsync_dir,
+    manifest_checksum,
+    tokenizer_json,
+)
 
 if TYPE_CHECKING:
     from ..encoder import Encoder
@@ -347,8 +356,7 @@ class Index:
             self._vectors = grown
             self._scales = np.concatenate([self._scales, np.zeros(size - len(self._scales), np.float32)])
         for at in range(0, len(labels), 8192):  # in blocks: no float32 copy of all the vectors
-            v = np.asarray(vectors[at:at + 8192], np.float32)
-            v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+            v = normalized(vectors[at:at + 8192])
             scale = np.maximum(np.abs(v).max(axis=1), 1e-12) / 127
             self._vectors[labels[at:at + 8192]] = np.rint(v / scale[:, None]).astype(np.int8)
             self._scales[labels[at:at + 8192]] = scale
@@ -472,10 +480,9 @@ class Index:
             labels = np.flatnonzero(allowed)
             if len(labels) == 0:
                 return []
-            if len(labels) <= 20_000:
-                sims = self._cosines(labels, vector).astype(np.float64)
-                top = np.argsort(-sims, kind="stable")[:k]
-                return [(int(labels[i]), float(sims[i])) for i in top]
+            if len(labels) <= EXACT_MAX:
+                ids, sims = top_k(self._cosines(labels, vector).astype(np.float64), k)
+                return [(int(labels[i]), float(s)) for i, s in zip(ids, sims)]
         alive = self.leaf_count if allowed is None else int(allowed.sum())
         k = min(k, alive)
         self._hnsw.set_ef(max(2 * k, 100))

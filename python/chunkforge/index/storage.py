@@ -11,12 +11,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..errors import ChunkforgeError
 from ..tokenizer import DEFAULT_TOKENIZER, Tokenizer
 
 FORMAT = "chunkforge-index/1"
 
 
-class CorruptIndexError(ValueError):
+class CorruptIndexError(ChunkforgeError):
     """A folder that is not a chunkforge index, or a corrupt one; the message names the file."""
 
 

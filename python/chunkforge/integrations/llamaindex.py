@@ -65,7 +65,6 @@ class ChunkforgeNodeParser(NodeParser):
 
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
         from .._progress import progress
-
         from ..chunkers import HierarchicalChunker
 
         out: list[BaseNode] = []

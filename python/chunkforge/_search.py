@@ -1,0 +1,63 @@
+"""Cosine search over a matrix of vectors, shared by ``chunkforge.eval`` and the index:
+exact (numpy) up to :data:`EXACT_MAX` rows, hnswlib beyond.
+
+>>> ids, sims = top_k(np.array([[0.1, 0.9, 0.5]]), 2)
+>>> ids.tolist(), sims.tolist()
+([[1, 2]], [[0.9, 0.5]])
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+EXACT_MAX = 20_000
+"""Up to this many rows, exact numpy search (fast and exact); beyond, hnswlib."""
+
+
+def normalized(v: np.ndarray) -> np.ndarray:
+    """``v`` as contiguous float32 rows of unit length (zero rows stay zero)."""
+    v = np.ascontiguousarray(v, np.float32)
+    unit: np.ndarray = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+    return unit
+
+
+def top_k(similarities: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, similarities)`` of the ``k`` best columns of each row, best first (ties:
+    the lower id first); a 1-d input gives 1-d outputs."""
+    ids = np.argsort(-similarities, axis=-1, kind="stable")[..., :k]
+    return ids, np.take_along_axis(similarities, ids, axis=-1)
+
+
+class VectorSearch:
+    """Cosine search over ``(n, d)`` vectors: exact (numpy) up to ``exact_max`` rows,
+    hnswlib (M=16, ef_construction=200, ef >= 2 x depth) beyond.
+
+    >>> VectorSearch(np.eye(3, dtype=np.float32)).search(np.eye(3, dtype=np.float32)[[1]], 2)[0].tolist()
+    [[1, 0]]
+    """
+
+    def __init__(self, vectors: np.ndarray, exact_max: int = EXACT_MAX, threads: int | None = None) -> None:
+        self.vectors = normalized(vectors)
+        self.exact = len(vectors) <= exact_max
+        self.threads = threads or os.cpu_count() or 1
+        if not self.exact:
+            try:
+                import hnswlib
+            except ImportError as exc:
+                raise ImportError(f"{len(vectors)} chunks need hnswlib: pip install 'chunkforge[eval]' "
+                                  "(or raise exact_max)") from exc
+            self.index = hnswlib.Index(space="ip", dim=vectors.shape[1])
+            self.index.init_index(max_elements=len(vectors), ef_construction=200, M=16, random_seed=0)
+            self.index.add_items(self.vectors, np.arange(len(vectors)), num_threads=self.threads)
+
+    def search(self, queries: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, similarities)``, ``(q, depth)`` each, best first (depth capped at n)."""
+        depth = min(depth, len(self.vectors))
+        queries = normalized(queries)
+        if self.exact:
+            return top_k(queries @ self.vectors.T, depth)
+        self.index.set_ef(max(2 * depth, 64))
+        ids, dist = self.index.knn_query(queries, k=depth, num_threads=self.threads)
+        return ids.astype(np.int64), 1.0 - dist

@@ -1,0 +1,237 @@
+"""``chunkforge chunk PATH...``: chunks files, folders, JSONL and Parquet into JSON
+lines (or Parquet). Documents are read lazily and chunked in bounded batches, so memory
+stays flat however large the input.
+
+>>> chunk_schema().names[:4]
+['doc_id', 'index', 'start', 'end']
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from .._io import FOLDER_SUFFIXES, Doc, atomic_file, check_paths, expand, read_documents
+from .._options import CODE_SUFFIXES, STRATEGIES, ChunkerSet
+from .._progress import progress
+from ..chunk import Chunk
+from ..chunkers import node_id
+from ..errors import InputError
+from ..tokenizer import check_threads
+from ._common import open_output, refuse_output_input
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+BATCH_DOCS = 256
+
+BATCH_BYTES = 8 << 20
+
+
+@dataclass
+class Totals:
+    """Running counts for the progress bar and the summary line."""
+
+    docs: int = 0
+    chunks: int = 0
+    nbytes: int = 0
+
+
+def add_parser(commands: Any) -> None:
+    """Registers ``chunkforge chunk`` on the CLI's subcommands."""
+    chunk = commands.add_parser(
+        "chunk",
+        help="chunk files, folders, JSONL and Parquet into JSON lines",
+        description="Chunk documents and write one JSON line per chunk: "
+        '{"doc_id", "index", "start", "end", "token_count", "text", "heading_path", "kind", '
+        '"id", "parent_id", "level", "context"} followed by the input record\'s other fields '
+        '(e.g. "source"), or a Parquet file with those columns (the record\'s fields as JSON in '
+        '"metadata"). A record\'s id is its "doc_id", else its "id". "markdown" picks the '
+        "syntax from each name (.md Markdown, .rst reStructuredText, .txt/.adoc AsciiDoc titles, any other "
+        "name Markdown), "
+        '"code" the language from the extension; "hierarchical" writes every node of the tree.',
+    )
+    chunk.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="a text file, a folder (its .md/.txt/.rst/.adoc files, recursively), a .jsonl/.jsonl.gz or "
+        ".parquet file of records, or - (JSONL records on stdin)",
+    )
+    chunk.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default="recursive",
+        help="how to cut (default recursive)",
+    )
+    chunk.add_argument(
+        "--levels",
+        default="2048,512,128",
+        metavar="N,N,...",
+        help="token limits of the tree's levels for --strategy hierarchical (default 2048,512,128)",
+    )
+    chunk.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="token limit per chunk (default: the --model's window, 254 for the default model, so that "
+        "`chunkforge embed` never truncates; 512 with --tokenizer)",
+    )
+    chunk.add_argument(
+        "--overlap",
+        type=int,
+        default=0,
+        metavar="N",
+        help="tokens repeated between chunks; sentences for --strategy sentence (default 0)",
+    )
+    counted_by = chunk.add_mutually_exclusive_group()
+    counted_by.add_argument(
+        "--model", metavar="DIR|default",
+        help="count with this model folder's tokenizer, up to its window (default: default, all-MiniLM-L6-v2)",
+    )
+    counted_by.add_argument("--tokenizer", metavar="FILE", help="count with this tokenizer.json instead")
+    chunk.add_argument(
+        "--out", metavar="FILE", help="output file, written atomically; .parquet for Parquet; - for stdout (default)"
+    )
+    chunk.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
+    chunk.add_argument("--threads", type=int, metavar="N", help="worker threads (default: all cores)")
+    chunk.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
+
+
+def chunk_record(doc: Doc, c: Chunk) -> dict[str, Any]:
+    """The output record of one chunk; plain chunks get the stable id of a level-0 node.
+    The document's metadata (its record's other fields, e.g. ``source``) follows the
+    chunk's fields; a metadata field named like a chunk field is dropped."""
+    level = 0 if c.level is None else c.level
+    record = {
+        "doc_id": doc.doc_id,
+        "index": c.index,
+        "start": c.start,
+        "end": c.end,
+        "token_count": c.token_count,
+        "text": c.text,
+        "heading_path": list(c.heading_path),
+        "kind": c.kind,
+        "id": c.id or node_id(str(doc.doc_id), c.start, c.end, level),
+        "parent_id": c.parent_id,
+        "level": level,
+        "context": c.context,
+    }
+    for key, value in doc.metadata.items():
+        record.setdefault(key, value)
+    return record
+
+
+def batched(docs: Iterable[Doc], max_docs: int = BATCH_DOCS, max_bytes: int = BATCH_BYTES) -> Iterator[list[Doc]]:
+    """Groups documents into batches of at most ``max_docs`` docs or about ``max_bytes`` bytes."""
+    batch: list[Doc] = []
+    size = 0
+    for doc in docs:
+        batch.append(doc)
+        size += doc.nbytes
+        if len(batch) >= max_docs or size >= max_bytes:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+class ChunkWriter:
+    """Writes chunk records as JSON lines, or as Parquet row groups when the
+    output is named ``.parquet``."""
+
+    def __init__(self, out: IO[str] | None, parquet: Path | None) -> None:
+        self.out, self.parquet, self._writer = out, parquet, None
+
+    def write(self, records: list[dict[str, Any]]) -> None:
+        if self.parquet is None:
+            assert self.out is not None
+            self.out.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        schema = chunk_schema()
+        table = pa.Table.from_pylist([parquet_row(r, schema.names) for r in records], schema=schema)
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.parquet, table.schema)
+        self._writer.write_table(table)
+
+    def close(self) -> None:
+        if self.parquet is None:
+            return
+        import pyarrow.parquet as pq
+
+        if self._writer is None:  # no chunk at all: still a valid, empty file
+            pq.write_table(chunk_schema().empty_table(), self.parquet)
+        else:
+            self._writer.close()
+
+
+def parquet_row(record: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """A chunk record as a Parquet row: the document's metadata as one JSON text column."""
+    metadata = {k: v for k, v in record.items() if k not in names}
+    return {**record, "doc_id": str(record["doc_id"]),
+            "metadata": json.dumps(metadata, ensure_ascii=False) if metadata else None}
+
+
+def chunk_schema() -> pa.Schema:
+    """The Parquet schema of chunk records."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("doc_id", pa.string()), ("index", pa.int64()), ("start", pa.int64()), ("end", pa.int64()),
+            ("token_count", pa.int64()), ("text", pa.string()), ("heading_path", pa.list_(pa.string())),
+            ("kind", pa.string()), ("id", pa.string()), ("parent_id", pa.string()), ("level", pa.int64()),
+            ("context", pa.string()), ("metadata", pa.string()),
+        ]
+    )
+
+
+@contextlib.contextmanager
+def open_chunk_writer(path: str | None) -> Iterator[ChunkWriter]:
+    """A writer to stdout, or to ``path`` atomically (Parquet when named ``.parquet``)."""
+    if path is not None and path.endswith(".parquet"):
+        if importlib.util.find_spec("pyarrow") is None:
+            raise InputError('--out FILE.parquet needs pyarrow: pip install "chunkforge[parquet]"')
+        with atomic_file(Path(path)) as tmp:
+            writer = ChunkWriter(None, tmp)
+            try:
+                yield writer
+            finally:
+                writer.close()
+        return
+    with open_output(path) as out:
+        yield ChunkWriter(out, None)
+
+
+def run(args: argparse.Namespace) -> str:
+    """The ``chunk`` command; returns the summary line, raises InputError on bad input or arguments."""
+    try:
+        check_threads(args.threads)
+    except ValueError as exc:
+        raise InputError(f"--{exc}") from exc
+    chunkers = ChunkerSet(args)
+    check_paths(args.paths)
+    suffixes = CODE_SUFFIXES if args.strategy == "code" else FOLDER_SUFFIXES
+    refuse_output_input(args.out, expand(args.paths, suffixes))
+    totals = Totals()
+    with open_chunk_writer(args.out) as writer, progress(False if args.no_progress else None, unit=" docs") as bar:
+        for batch in batched(read_documents(args.paths, suffixes)):
+            records = [
+                chunk_record(doc, c) for doc, chunks in zip(batch, chunkers.chunks(batch, args.threads)) for c in chunks
+            ]
+            writer.write(records)
+            totals.chunks += len(records)
+            totals.docs += len(batch)
+            totals.nbytes += sum(doc.nbytes for doc in batch)
+            bar.set_postfix_str(f"{totals.nbytes / 1e6:.1f} MB, {totals.chunks} chunks", refresh=False)
+            bar.update(len(batch))
+    return f"{totals.docs} docs, {totals.chunks} chunks, {totals.nbytes / 1e6:.1f} MB"

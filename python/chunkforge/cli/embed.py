@@ -1,0 +1,310 @@
+"""``chunkforge embed CHUNKS --out FILE``: embeds chunk records into vectors.
+
+The chunks are streamed in parts of ``--part-rows`` records; each part's vectors go
+to a file named after a hash of the part and the settings, in ``<out>.parts/``,
+written atomically. A rerun after a crash reuses the parts already written and
+recomputes the rest, so no row is lost or repeated; the parts are then joined into
+``--out`` (atomically) and the folder is removed.
+
+>>> output_format("-")
+(PosixPath('-'), 'jsonl')
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import importlib.util
+import itertools
+import json
+import os
+import shutil
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from .._io import atomic_file, checksum_ok, read_records, record_doc_id, record_text, write_checksum
+from .._options import load_encoder
+from .._progress import progress
+from ..errors import InputError
+from ._common import refuse_output_input
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..encoder import Encoder
+
+PART_ROWS = 4096
+
+
+class ChunkRecord(NamedTuple):
+    """One chunk to embed: its id (``doc_id``, ``index``), its text and the whole record."""
+
+    doc_id: str
+    index: int  # type: ignore[assignment]  # the chunk's index (shadows tuple.index)
+    text: str
+    fields: dict[str, Any] = {}
+
+
+def add_parser(commands: Any) -> None:
+    """Registers ``chunkforge embed`` on the CLI's subcommands."""
+    from .._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS
+
+    embed = commands.add_parser(
+        "embed",
+        help="embed chunks (JSON lines) into vectors",
+        description="Embed the chunks of a JSONL or Parquet file (as written by `chunkforge chunk`: one "
+        '{"doc_id", "index", "text"} record each; the document id is "doc_id", else "id") into float32 '
+        "vectors, in input order. Resumes where it stopped when rerun after a crash.",
+    )
+    embed.add_argument("path", metavar="CHUNKS", help="chunk records (.jsonl, .jsonl.gz, .parquet, or - for stdin)")
+    embed.add_argument(
+        "--model", default="default", metavar="DIR|default",
+        help="model folder (ONNX, or BERT safetensors converted once), or default (all-MiniLM-L6-v2)",
+    )
+    embed.add_argument(
+        "--variant",
+        choices=("optimized", "fp32", "int8", "fp16"),
+        default="optimized",
+        help="graph variant when converting safetensors weights (default optimized)",
+    )
+    embed.add_argument(
+        "--out",
+        required=True,
+        metavar="FILE",
+        help="vectors.parquet (doc_id, index, vector columns and --fields; needs pyarrow), vectors.npy (rows in "
+        "input order), or - (JSON lines on stdout, not resumable); without a suffix .parquet when pyarrow is "
+        "installed, else .npy",
+    )
+    embed.add_argument(
+        "--fields", metavar="NAME,...",
+        help="chunk record fields to store beside each vector (e.g. text,start,end,heading_path,source; "
+        "all: every field); Parquet or JSON lines",
+    )
+    embed.add_argument(
+        "--on-overflow",
+        choices=("warn", "truncate", "error"),
+        default="warn",
+        help="chunks longer than the model's max length: truncate with a warning (default), quietly, or stop",
+    )
+    embed.add_argument(
+        "--max-batch-tokens", type=int, metavar="N",
+        help=f"padded tokens per batch (default: {DEFAULT_CPU_BATCH_TOKENS} on CPU, {DEFAULT_GPU_BATCH_TOKENS} on GPU)",
+    )
+    embed.add_argument("--part-rows", type=int, default=PART_ROWS, metavar="N", help="chunks per resumable part")
+    embed.add_argument("--threads", type=int, metavar="N", help="ONNX Runtime intra-op threads (default: all cores)")
+    embed.add_argument("--no-progress", action="store_true", help="no progress bars (shown only on a terminal)")
+    embed.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
+
+
+EmbedPart = Callable[[list[ChunkRecord], int], np.ndarray]
+"""``embed(part, first)``: the vectors of a part whose first chunk is number ``first``."""
+
+
+def parse_chunk_record(where: str, record: dict[str, Any]) -> ChunkRecord:
+    """One chunk record; its document id by the one rule (``doc_id``, else ``id``, else
+    ``"<path>:<line>"``), ``index`` 0 when absent."""
+    doc_id = record_doc_id(where, record, default=where)
+    index = record.get("index", 0)
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise InputError(f'{where}: "index" must be an integer, not {type(index).__name__}')
+    return ChunkRecord(str(doc_id), index, record_text(where, record), record)
+
+
+def output_format(out: str) -> tuple[Path, str]:
+    """The ``--out`` path and its format (``parquet``, ``npy``, or ``jsonl`` for ``-``: stdout);
+    a bare name gets ``.parquet`` when pyarrow is installed, else ``.npy``."""
+    if out == "-":
+        return Path(out), "jsonl"
+    path = Path(out)
+    if path.suffix not in (".parquet", ".npy"):
+        if path.suffix:
+            raise InputError(f"--out {out}: expected a .parquet or .npy file, or - for JSON lines on stdout")
+        path = path.with_name(path.name + (".parquet" if importlib.util.find_spec("pyarrow") else ".npy"))
+    fmt = path.suffix[1:]
+    if fmt == "parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise InputError(f"--out {out}: writing Parquet needs pyarrow (pip install pyarrow); or write .npy")
+    return path, fmt
+
+
+def parse_fields(spec: str | None, fmt: str) -> list[str] | None:
+    """``--fields``: the chunk record fields to keep beside each vector (None: all of them)."""
+    if spec is None:
+        return []
+    if fmt == "npy":
+        raise InputError("--fields needs Parquet or JSON lines output (--out FILE.parquet or --out -), not .npy")
+    if spec.strip() == "all":
+        return None
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    if not names:
+        raise InputError(f"--fields must name fields (comma-separated) or be all, got {spec!r}")
+    return [name for name in names if name not in ("doc_id", "index")]
+
+
+def record_fields(record: ChunkRecord, fields: list[str] | tuple[()] | None) -> dict[str, Any]:
+    """The fields of a chunk record kept beside its vector (absent ones: None)."""
+    if fields is None:
+        return {k: v for k, v in record.fields.items() if k not in ("doc_id", "index")}
+    return {name: record.fields.get(name) for name in fields}
+
+
+def write_part(path: Path, part: list[ChunkRecord], vectors: np.ndarray, fmt: str, fields: list[str] | None) -> None:
+    """One part's vectors (and ids and ``fields``, for Parquet), written atomically, then
+    its checksum beside it (``PART.sha256``): a part is reused only when both agree."""
+    with atomic_file(path) as tmp:
+        if fmt == "npy":
+            with open(tmp, "wb") as f:
+                np.save(f, vectors)
+        else:
+            import pyarrow.parquet as pq
+
+            pq.write_table(chunk_table(part, vectors, fields), tmp)
+    write_checksum(path)
+
+
+def chunk_table(part: list[ChunkRecord], vectors: np.ndarray, fields: list[str] | tuple[()] | None = ()) -> pa.Table:
+    """A pyarrow table: ``doc_id`` string, ``index`` int64, the chunk record ``fields``
+    (types as pyarrow infers them), ``vector`` fixed-size list of float32."""
+    import pyarrow as pa
+
+    dim = vectors.shape[1]
+    column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dim)
+    kept = pa.Table.from_pylist([record_fields(r, fields) for r in part]) if fields != () and part else None
+    columns = {"doc_id": pa.array([r.doc_id for r in part], pa.string()),
+               "index": pa.array([r.index for r in part], pa.int64())}
+    if kept is not None:
+        columns.update({name: kept.column(name) for name in kept.column_names})
+    elif fields:
+        columns.update({name: pa.nulls(len(part)) for name in fields})
+    return pa.table({**columns, "vector": column})
+
+
+def join_parts(parts: list[Path], out: Path, fmt: str, dim: int) -> None:
+    """Concatenates the part files into ``out`` (atomically), one part in memory at a time."""
+    with atomic_file(out) as tmp:
+        if fmt == "npy":
+            rows = sum(np.load(p, mmap_mode="r").shape[0] for p in parts)
+            if rows == 0:
+                with open(tmp, "wb") as f:
+                    np.save(f, np.zeros((0, dim), np.float32))
+                return
+            joined = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(rows, dim))
+            start = 0
+            for p in parts:
+                block = np.load(p, mmap_mode="r")
+                joined[start:start + len(block)] = block
+                start += len(block)
+            joined.flush()
+            del joined
+        else:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            schemas = [pq.read_schema(p) for p in parts] or [chunk_table([], np.zeros((0, dim), np.float32)).schema]
+            try:  # fields kept beside the vector: a column all null in one part takes its type from the others
+                schema = pa.unify_schemas(schemas, promote_options="permissive")
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                raise InputError(f"--fields: a field has different types in different chunks ({exc})") from exc
+            schema = pa.schema([f for f in schema if f.name != "vector"] + [schema.field("vector")])
+            with pq.ParquetWriter(tmp, schema) as writer:
+                for p in parts:
+                    table = pq.read_table(p)
+                    writer.write_table(pa.Table.from_arrays(
+                        [table.column(f.name).cast(f.type) if f.name in table.column_names
+                         else pa.nulls(len(table), f.type) for f in schema], schema=schema))
+
+
+def part_digest(settings: str, part: list[ChunkRecord]) -> str:
+    """A hash of the settings and the part's records: names the part file."""
+    digest = hashlib.sha256(settings.encode())
+    for record in part:
+        digest.update(json.dumps(record, ensure_ascii=False).encode() + b"\n")
+    return digest.hexdigest()[:16]
+
+
+def run(args: argparse.Namespace) -> str:
+    """The ``embed`` command; returns the summary line, raises InputError on bad input or arguments."""
+    if args.path != "-" and not os.path.isfile(args.path):
+        raise InputError(f"no such file: {args.path}")
+    out, fmt = output_format(args.out)
+    refuse_output_input(str(out), [args.path])
+    fields = parse_fields(args.fields, fmt)
+    encoder = load_encoder(args)
+    from ..encoder import TruncationWarning
+
+    records = (parse_chunk_record(where, record) for where, record, _ in read_records(args.path))
+    with warnings.catch_warnings(record=True) as caught, progress(
+        False if args.no_progress else None, unit=" chunks", desc="embedding"
+    ) as bar:
+        warnings.simplefilter("always", TruncationWarning)
+
+        def embed(part: list[ChunkRecord], first: int) -> np.ndarray:
+            try:
+                vectors = encoder.embed([r.text for r in part], show_progress=bar)
+            except ValueError as exc:
+                raise InputError(f"{args.path}, chunks {first}-{first + len(part) - 1}: {exc}") from exc
+            for warning in caught:
+                print(f"chunkforge: warning: {args.path}, chunks {first}-{first + len(part) - 1}: "
+                      f"{warning.message}", file=sys.stderr)
+            caught.clear()
+            return vectors
+
+        if fmt == "jsonl":
+            return stream_embeddings(records, args.part_rows, embed, fields)
+        return embed_in_parts(args, out, fmt, encoder, records, embed, fields, bar)
+
+
+def stream_embeddings(records: Iterator[ChunkRecord], part_rows: int, embed: EmbedPart, fields: list[str] | None) -> str:
+    """``--out -``: one JSON line a chunk on stdout (``doc_id``, ``index``, the kept fields, ``vector``)."""
+    count = 0
+    while part := list(itertools.islice(records, part_rows)):
+        vectors = embed(part, count)
+        sys.stdout.write("".join(
+            json.dumps({"doc_id": r.doc_id, "index": r.index, **(record_fields(r, fields) if fields != [] else {}),
+                        "vector": v.tolist()}, ensure_ascii=False) + "\n"
+            for r, v in zip(part, vectors)))
+        count += len(part)
+    sys.stdout.flush()
+    return f"{count} chunks embedded -> stdout"
+
+
+def embed_in_parts(args: argparse.Namespace, out: Path, fmt: str, encoder: Encoder, records: Iterator[ChunkRecord],
+                   embed: EmbedPart, fields: list[str] | None, bar: Any) -> str:
+    """Resumable output: parts written atomically, reused on a rerun, then joined."""
+    graph = encoder.graph.stat()
+    settings = json.dumps([str(encoder.graph), graph.st_size, graph.st_mtime_ns, encoder.max_length,
+                           encoder.pooling, encoder.normalize, args.part_rows, fmt, fields])
+    parts_dir = out.with_name(out.name + ".parts")
+    try:
+        parts_dir.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot write --out {out}: {exc.strerror or exc}") from exc
+    try:
+        return embed_parts(args, out, fmt, encoder, records, embed, fields, bar, settings, parts_dir)
+    finally:
+        with contextlib.suppress(OSError):
+            parts_dir.rmdir()  # only when empty: a failure before any part leaves no folder
+
+
+def embed_parts(args: argparse.Namespace, out: Path, fmt: str, encoder: Encoder, records: Iterator[ChunkRecord],
+                embed: EmbedPart, fields: list[str] | None, bar: Any, settings: str, parts_dir: Path) -> str:
+    """The parts (a part is reused when its checksum agrees), joined into ``out``."""
+    parts: list[Path] = []
+    embedded = reused = 0
+    while part := list(itertools.islice(records, args.part_rows)):
+        path = parts_dir / f"part-{len(parts):06d}-{part_digest(settings, part)}.{fmt}"
+        if checksum_ok(path):
+            reused += len(part)
+            bar.update(len(part))
+        else:
+            write_part(path, part, embed(part, embedded + reused), fmt, fields)
+            embedded += len(part)
+        parts.append(path)
+    join_parts(parts, out, fmt, encoder.dim)
+    shutil.rmtree(parts_dir)
+    return f"{embedded + reused} chunks ({embedded} embedded, {reused} from an earlier run) -> {out}"

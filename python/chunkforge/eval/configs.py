@@ -1,0 +1,200 @@
+"""What ``chunkforge eval`` compares: chunker and representation registries and the
+TOML :class:`Config` of one configuration.
+
+>>> Config.load("tests/data/eval/configs/recursive-256.toml").chunker
+{'type': 'recursive', 'max_tokens': 256}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import sys
+from bisect import bisect_right
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._io import syntax_or_default
+from ..chunk import Chunk
+from ..chunkers import MarkdownChunker, RecursiveChunker, SentenceChunker, TokenChunker
+from ..chunkers.markdown import sections
+from ..errors import DatasetError
+from ..represent import render
+from ..tokenizer import Tokenizer
+from .datasets import Document
+from .retrieval import Embed
+
+if TYPE_CHECKING:
+    from ..encoder import Encoder
+
+Representation = Callable[..., np.ndarray]
+"""``fn(docs, chunks, encoder, embed, **params) -> (n, dim) float32``: the vectors of all
+chunks (document order, then chunk order); ``embed`` is the cached text embedder."""
+
+REPRESENTATIONS: dict[str, Representation] = {}
+HEADING_TEMPLATE = "{title} > {heading_path}\n\n{text}"
+"""The ``heading`` representation's text: title and headings, a blank line, the chunk."""
+ChunkerFactory = Callable[..., Any]
+"""``factory(tokenizer, **params)`` -> an object with ``chunk_batch(texts) -> list[list[Chunk]]``."""
+CHUNKERS: dict[str, ChunkerFactory] = {
+    "token": TokenChunker,
+    "recursive": RecursiveChunker,
+    "sentence": SentenceChunker,
+    "markdown": MarkdownChunker,
+}
+
+
+def register_representation(name: str, fn: Representation) -> None:
+    """Makes ``[representation] type = name`` available to configs (e.g. ``"late"``); a config
+    may also name any function as ``type = "package.module:function"``.
+
+    >>> register_representation("plain-again", REPRESENTATIONS["plain"])
+    """
+    REPRESENTATIONS[name] = fn
+
+
+def register_chunker(name: str, factory: ChunkerFactory) -> None:
+    """Makes ``[chunker] type = name`` available to configs (e.g. ``"semantic"``); a config
+    may also name any factory as ``type = "package.module:Class"``.
+
+    >>> register_chunker("recursive-again", RecursiveChunker)
+    """
+    CHUNKERS[name] = factory
+
+
+def _lookup(registry: Mapping[str, Any], name: Any, what: str) -> Any:
+    """``registry[name]``, or for ``"package.module:attribute"`` that attribute (imported)."""
+    if isinstance(name, str) and name in registry:
+        return registry[name]
+    if isinstance(name, str) and ":" in name:
+        module, _, attr = name.partition(":")
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"[{what}] type {name!r} cannot be imported: {exc}") from exc
+    raise ValueError(f"[{what}] type must be one of {', '.join(registry)} or 'module:attribute', not {name!r}")
+
+
+def embed_texts(docs: Sequence[Document], chunks: Sequence[Sequence[Chunk]]) -> list[str]:
+    """The chunks' texts, flattened in document order."""
+    return [c.text for cs in chunks for c in cs]
+
+
+def plain_representation(docs: Sequence[Document], chunks: Sequence[Sequence[Chunk]], encoder: Encoder,
+                         embed: Embed) -> np.ndarray:
+    """Each chunk embedded as its own text."""
+    return embed(embed_texts(docs, chunks))
+
+
+def heading_texts(docs: Sequence[Document], chunks: Sequence[Sequence[Chunk]], syntax: str = "auto",
+                  template: str = HEADING_TEMPLATE) -> list[str]:
+    """Per chunk ``template`` rendered by :func:`chunkforge.represent.render` with the
+    document's ``title`` metadata, the chunk's heading path and its text (a template's
+    ``{prefix}`` stands for ``{title} > {heading_path}``); a chunk without either keeps its
+    text. The heading path is the chunk's own, else that of the section enclosing its
+    start, parsed as ``syntax`` (``auto``: by the document id, :func:`chunkforge._io.syntax_or_default`).
+
+    >>> doc = Document("a.md", "# Setup\\n\\nRun it.", {"title": "Guide"})
+    >>> heading_texts([doc], [[Chunk("Run it.", 10, 17, 3, 0)]])
+    ['Guide > Setup\\n\\nRun it.']
+    """
+    template = template.replace("{prefix}", "{title} > {heading_path}")
+    out = []
+    for doc, cs in zip(docs, chunks):
+        outline: tuple[list[int], list[tuple[str, ...]]] | None = None
+        title = str(doc.metadata.get("title", ""))
+        for c in cs:
+            path = c.heading_path
+            if not path:
+                if outline is None:
+                    found = sections(doc.text, syntax_or_default(doc.doc_id) if syntax == "auto" else syntax)
+                    outline = [s for s, _, _ in found], [p for _, _, p in found]
+                i = bisect_right(outline[0], c.start) - 1
+                path = outline[1][i] if i >= 0 else ()
+            bare = not (title or path)
+            out.append(c.text if bare else render(dataclasses.replace(c, heading_path=path, context=None), title, template))
+    return out
+
+
+def heading_representation(docs: Sequence[Document], chunks: Sequence[Sequence[Chunk]], encoder: Encoder,
+                           embed: Embed, **params: Any) -> np.ndarray:
+    """Each chunk embedded with its heading path before its text (see :func:`heading_texts`)."""
+    return embed(heading_texts(docs, chunks, **params))
+
+
+REPRESENTATIONS.update(plain=plain_representation, heading=heading_representation)
+
+
+@dataclass
+class Config:
+    """One configuration to compare: ``[chunker]`` (``type`` and its parameters),
+    ``[representation]`` (``type`` and parameters) and ``[encoder]`` (``model``:
+    ``default`` or a model folder; ``variant``; other Encoder options).
+
+    >>> Config.load("tests/data/eval/configs/recursive-256.toml").chunker
+    {'type': 'recursive', 'max_tokens': 256}
+    """
+
+    name: str
+    chunker: dict[str, Any]
+    representation: dict[str, Any] = field(default_factory=lambda: {"type": "plain"})
+    encoder: dict[str, Any] = field(default_factory=lambda: {"model": "default"})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Config:
+        """Reads a TOML config; errors name the file and the bad key."""
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # Python 3.10
+            import tomli as tomllib
+        try:
+            with open(path, "rb") as f:
+                data = tomllib.load(f)
+        except OSError as exc:
+            raise DatasetError(f"cannot read config {path}: {exc.strerror or exc}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise DatasetError(f"config {path}: not valid TOML ({exc})") from exc
+        unknown = set(data) - {"name", "chunker", "representation", "encoder"}
+        if unknown:
+            raise DatasetError(f"config {path}: unknown key {min(unknown)!r} "
+                               "(expected name, chunker, representation, encoder)")
+        tables = {"representation": {"type": "plain"}, "encoder": {"model": "default"}}
+        for key in ("chunker", "representation", "encoder"):
+            if key not in data and key in tables:
+                continue
+            if not isinstance(data.get(key), dict):
+                raise DatasetError(f"config {path}: [{key}] is missing or not a table")
+            tables[key] = dict(data[key])
+        tables["representation"].setdefault("type", "plain")
+        for key, registry in (("chunker", CHUNKERS), ("representation", REPRESENTATIONS)):
+            try:
+                _lookup(registry, tables[key].get("type"), key)
+            except ValueError as exc:
+                raise DatasetError(f"config {path}: {exc}") from exc
+        name = data.get("name", Path(path).name.removesuffix(".toml"))
+        return cls(str(name), **tables)
+
+    def make_chunker(self, tokenizer: Tokenizer) -> Any:
+        """The configured chunker, counting with ``tokenizer``."""
+        params = {k: v for k, v in self.chunker.items() if k != "type"}
+        try:
+            return _lookup(CHUNKERS, self.chunker["type"], "chunker")(tokenizer, **params)
+        except TypeError as exc:
+            raise DatasetError(f"config {self.name}: [chunker] {exc}") from exc
+
+    def make_encoder(self) -> Encoder:
+        """The configured encoder (texts over its ``max_length`` are truncated quietly)."""
+        from ..encoder import Encoder
+
+        options = {k: v for k, v in self.encoder.items() if k not in ("model", "variant")}
+        options.setdefault("on_overflow", "truncate")
+        model = self.encoder.get("model", "default")
+        if model == "default":
+            return Encoder.default(self.encoder.get("variant", "optimized"), **options)
+        return Encoder.from_pretrained(model, self.encoder.get("variant", "optimized"), **options)
+

@@ -1,0 +1,113 @@
+"""One evaluation: chunk a corpus, embed, retrieve for every query, score (:func:`evaluate`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._compat import renamed
+from .._search import EXACT_MAX, VectorSearch
+from ..chunkers._base import check_int
+from .configs import REPRESENTATIONS, Representation, _lookup
+from .datasets import Document, Query, Span
+from .metrics import Scores, SpanMeasure, score
+from .retrieval import EmbeddingCache, budget_cut
+
+if TYPE_CHECKING:
+    from ..encoder import Encoder
+
+
+@dataclass
+class Result:
+    """One configuration's evaluation: chunk statistics (``truncated``: texts the
+    representation embedded that exceeded the encoder's window), per-query scores at ``k``
+    (``at_k``) and at the token ``budget`` (``at_budget``, None without a budget), and
+    the retrieved spans with their similarities (``ranked``: per query, budget depth)."""
+
+    name: str
+    chunks: int
+    mean_chunk_tokens: float
+    truncated: int
+    at_k: Scores
+    at_budget: Scores | None
+    ranked: list[list[tuple[Span, float, int]]]
+    top_score: np.ndarray
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def evaluate(
+    corpus: Sequence[Document],
+    queries: Sequence[Query],
+    chunker: Any,
+    encoder: Encoder,
+    *,
+    representation: str | Representation = "plain",
+    representation_params: Mapping[str, Any] | None = None,
+    k: int = 5,
+    budget_tokens: int | None = 1000,
+    pack: str = "skip",
+    measure: SpanMeasure | None = None,
+    coverage: float = 0.5,
+    cache: EmbeddingCache | None = None,
+    exact_max: int = EXACT_MAX,
+    name: str = "config",
+    **deprecated: Any,
+) -> Result:
+    """Chunks ``corpus`` with ``chunker`` (anything with ``chunk_batch``), embeds the chunks
+    through ``representation`` with ``encoder`` (cached when ``cache`` is given), retrieves for
+    every query the top ``k`` chunks and the chunks that fit ``budget_tokens`` tokens (their
+    ``token_count``, in rank order), and scores both against the evidence.
+
+    >>> docs = load_corpus("tests/data/eval/corpus.jsonl")  # doctest: +SKIP
+    >>> qs = load_queries("tests/data/eval/queries.jsonl", docs)  # doctest: +SKIP
+    >>> r = evaluate(docs, qs, RecursiveChunker(max_tokens=256), Encoder.default())  # doctest: +SKIP
+    >>> r.at_k.summary()["recall"]["mean"]  # doctest: +SKIP
+    0.7...
+    """
+    renamed("evaluate()", deprecated, "budget", "budget_tokens")
+    budget = deprecated.pop("budget_tokens", budget_tokens)
+    if deprecated:
+        raise TypeError(f"evaluate() got an unexpected keyword argument {next(iter(deprecated))!r}")
+    try:
+        check_int("k", k, 1)
+        if budget is not None:
+            check_int("budget_tokens", budget, 1)
+    except TypeError as exc:  # evaluate's bad values have always been ValueErrors
+        raise ValueError(str(exc)) from exc
+    represent = _lookup(REPRESENTATIONS, representation, "representation") if isinstance(representation, str) \
+        else representation
+    measure = measure or SpanMeasure(corpus)
+    per_doc = chunker.chunk_batch([d.text for d in corpus])
+    spans = [Span(d.doc_id, c.start, c.end) for d, cs in zip(corpus, per_doc) for c in cs]
+    if not spans:
+        raise ValueError("the chunker produced no chunks")
+    tokens = np.array([c.token_count for cs in per_doc for c in cs], np.int64)
+
+    specials = encoder.tokenizer.special_token_count
+    truncated = 0
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        nonlocal truncated
+        truncated += int((encoder.tokenizer.count_batch(texts) + specials > encoder.max_length).sum())
+        return cache.embed(encoder, texts) if cache is not None else encoder.embed(texts)
+
+    vectors = represent(corpus, per_doc, encoder, embed, **dict(representation_params or {}))
+    if vectors.shape[0] != len(spans):
+        raise ValueError(f"representation gave {vectors.shape[0]} vectors for {len(spans)} chunks")
+    chunks_truncated = truncated
+    depth = k if budget is None else max(k, budget // max(1, int(tokens.min())) + 1)
+    ids, sims = VectorSearch(vectors, exact_max).search(embed([q.query for q in queries]), depth)
+    ranked = [[(spans[i], float(s), int(tokens[i])) for i, s in zip(row, srow)] for row, srow in zip(ids, sims)]
+    at_k = score(queries, [[s for s, _, _ in r[:k]] for r in ranked], measure, candidates=spans, coverage=coverage)
+    at_budget = None
+    if budget is not None:
+        cut = [[r[i][0] for i in budget_cut([n for _, _, n in r], budget, pack)] for r in ranked]
+        at_budget = score(queries, cut, measure, candidates=spans, coverage=coverage)
+    settings = {"k": k, "budget": budget, "pack": pack, "unit": measure.unit, "coverage": coverage,
+                "exact_search": len(spans) <= exact_max}
+    return Result(name, len(spans), float(tokens.mean()), chunks_truncated, at_k, at_budget, ranked,
+                  sims[:, 0].astype(float), settings)
+
