@@ -51,3 +51,17 @@ def mixed_texts(n_sentences: int = 1200, n_passages: int = 800, seed: int = 2024
     texts = rng.sample(sentences, n_sentences) + rng.sample(passages, n_passages)
     rng.shuffle(texts)
     return texts
+
+
+def corpus_documents(leaves: int) -> list[dict]:
+    """The first documents of the 35 MB corpus (``tests/data/docs-corpus.jsonl.gz``)
+    holding about ``leaves`` sentences (one index leaf each, roughly)."""
+    out, total = [], 0
+    with gzip.open(CORPUS.with_name("docs-corpus.jsonl.gz"), "rt", encoding="utf-8") as f:
+        for line in f:
+            record = json.loads(line)
+            out.append({"id": record["id"], "text": record["text"]})
+            total += record["text"].count(". ") + record["text"].count("\n\n") + 1
+            if total >= leaves:
+                break
+    return out

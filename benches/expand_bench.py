@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import gzip
 import json
 import random
 import time
@@ -29,7 +28,8 @@ import numpy as np
 
 from chunkforge.index import Index
 
-CORPUS = Path(__file__).parent.parent / "tests" / "data" / "docs-corpus.jsonl.gz"
+from bench_texts import corpus_documents
+
 POLICIES = {
     "budget=1000 (Index.query's default)": dict(budget_tokens=1000),
     "window_tokens=64 budget=1000": dict(window_tokens=64, budget_tokens=1000),
@@ -47,14 +47,7 @@ def structure_index(leaves: int) -> Index:
     with no vectors (expansion reads the trees only): the index's own build step, its
     leaves labelled in order, without the embedding and the HNSW graph."""
     index = Index(leaf_tokens=64, parent_tokens=(512,))
-    records, total = [], 0
-    with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
-        for line in f:
-            record = json.loads(line)
-            records.append({"id": record["id"], "text": record["text"]})
-            total += record["text"].count(". ") + record["text"].count("\n\n") + 1
-            if total >= leaves:
-                break
+    records = corpus_documents(leaves)
     trees = index._build(index._records(records))
     counts = np.cumsum([0] + [len(t.leaf_parent) for t in trees])
     labels = [np.arange(a, b, dtype=np.int64) for a, b in zip(counts[:-1], counts[1:])]

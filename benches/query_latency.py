@@ -18,19 +18,16 @@ from __future__ import annotations
 
 import argparse
 import gc
-import gzip
-import json
 import random
 import resource
 import time
-from pathlib import Path
 
 import numpy as np
 
 from chunkforge.encoder import Encoder
 from chunkforge.index import Index
 
-CORPUS = Path(__file__).parent.parent / "tests" / "data" / "docs-corpus.jsonl.gz"
+from bench_texts import corpus_documents
 
 
 class RandomLeaves:
@@ -51,26 +48,13 @@ class RandomLeaves:
         return self.encoder.embed_query(text)
 
 
-def documents(leaves: int) -> list[dict]:
-    """The first corpus documents holding about ``leaves`` sentences (one leaf each, roughly)."""
-    out, total = [], 0
-    with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
-        for line in f:
-            record = json.loads(line)
-            out.append({"id": record["id"], "text": record["text"]})
-            total += record["text"].count(". ") + record["text"].count("\n\n") + 1
-            if total >= leaves:
-                break
-    return out
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--leaves", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=300)
     args = parser.parse_args()
     encoder = RandomLeaves(Encoder.default())
-    docs = documents(args.leaves)
+    docs = corpus_documents(args.leaves)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
     index = Index.build(docs, encoder)  # type: ignore[arg-type]

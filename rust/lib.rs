@@ -365,7 +365,7 @@ impl Chunker {
         let per_doc = py.detach(|| {
             parallel_map(&strs, threads, |t| {
                 if with_ids {
-                    split::chunk_ids(&self.tk, t, &self.cfg).map(|(s, ids, bounds)| (char_spans(t, s), Some((ids, bounds))))
+                    split::chunk_with(&self.tk, t, &self.cfg, true).map(|(s, ids)| (char_spans(t, s), ids))
                 } else {
                     split::chunk(&self.tk, t, &self.cfg).map(|s| (char_spans(t, s), None))
                 }
@@ -430,12 +430,7 @@ fn structured_rows(tk: &tokenizer::Tokenizer, cfg: &Config, text: &str, with_ids
         return Err("this chunker has no document structure".into());
     };
     let outline = structure::outline(text, *syntax);
-    let (spans, ids) = if with_ids {
-        let (spans, ids, bounds) = split::chunk_structured_ids(tk, text, &outline, cfg.max_tokens, *min_tokens, cfg.overlap)?;
-        (spans, Some((ids, bounds)))
-    } else {
-        (split::chunk_structured(tk, text, &outline, cfg.max_tokens, *min_tokens, cfg.overlap)?, None)
-    };
+    let (spans, ids) = split::chunk_structured(tk, text, &outline, (cfg.max_tokens, *min_tokens, cfg.overlap), with_ids)?;
     let mut offs: Vec<usize> = spans
         .iter()
         .flat_map(|c| {

@@ -45,15 +45,6 @@ pub fn chunk(tk: &Tokenizer, text: &str, cfg: &Config) -> Result<Vec<ChunkSpan>,
     Ok(chunk_with(tk, text, cfg, false)?.0)
 }
 
-/// Chunks one document and gives each chunk's token ids (as if encoded alone,
-/// without special tokens) from the same tokenization: `(chunks, ids, bounds)`,
-/// chunk `i`'s ids being `ids[bounds[i]..bounds[i + 1]]`.
-pub fn chunk_ids(tk: &Tokenizer, text: &str, cfg: &Config) -> Result<(Vec<ChunkSpan>, Vec<u32>, Vec<usize>), String> {
-    let (spans, ids) = chunk_with(tk, text, cfg, true)?;
-    let (ids, bounds) = ids.unwrap_or_default();
-    Ok((spans, ids, bounds))
-}
-
 /// Token ids of `spans` of the analysed document behind `sz`, concatenated, with bounds.
 pub fn span_ids(sz: &mut Sizer, spans: impl Iterator<Item = (usize, usize)>) -> Result<(Vec<u32>, Vec<usize>), String> {
     let mut ids = vec![];
@@ -65,9 +56,12 @@ pub fn span_ids(sz: &mut Sizer, spans: impl Iterator<Item = (usize, usize)>) -> 
     Ok((ids, bounds))
 }
 
-type Ids = Option<(Vec<u32>, Vec<usize>)>;
+/// Token ids of chunks, concatenated, and their bounds: chunk `i`'s are `ids[bounds[i]..bounds[i + 1]]`.
+pub type Ids = Option<(Vec<u32>, Vec<usize>)>;
 
-fn chunk_with(tk: &Tokenizer, text: &str, cfg: &Config, with_ids: bool) -> Result<(Vec<ChunkSpan>, Ids), String> {
+/// Chunks one document, and with `with_ids` gives each chunk's token ids (as if
+/// encoded alone, without special tokens) from the same tokenization.
+pub fn chunk_with(tk: &Tokenizer, text: &str, cfg: &Config, with_ids: bool) -> Result<(Vec<ChunkSpan>, Ids), String> {
     let (s, e) = trim(text, 0, text.len());
     if s >= e {
         return Ok((vec![], with_ids.then(|| (vec![], vec![0]))));
@@ -534,34 +528,9 @@ struct GroupInfo {
 /// structure (table rows with the header repeated as context, list items, code
 /// at blank lines then lines, prose by the default hierarchy); a heading left
 /// alone, and any group under `min_tokens`, merges into a neighbour of the same
-/// section when the union fits.
+/// section when the union fits. Limits are `(max, min_tokens, overlap)`; with
+/// `with_ids`, each chunk's token ids from the same tokenization (see [`chunk_with`]).
 pub fn chunk_structured(
-    tk: &Tokenizer,
-    text: &str,
-    outline: &Outline,
-    max: usize,
-    min_tokens: usize,
-    overlap: usize,
-) -> Result<Vec<StructuredSpan>, String> {
-    Ok(structured_with(tk, text, outline, (max, min_tokens, overlap), false)?.0)
-}
-
-/// [`chunk_structured`] and each chunk's token ids from the same tokenization
-/// (see [`chunk_ids`]).
-pub fn chunk_structured_ids(
-    tk: &Tokenizer,
-    text: &str,
-    outline: &Outline,
-    max: usize,
-    min_tokens: usize,
-    overlap: usize,
-) -> Result<(Vec<StructuredSpan>, Vec<u32>, Vec<usize>), String> {
-    let (spans, ids) = structured_with(tk, text, outline, (max, min_tokens, overlap), true)?;
-    let (ids, bounds) = ids.unwrap_or_default();
-    Ok((spans, ids, bounds))
-}
-
-fn structured_with(
     tk: &Tokenizer,
     text: &str,
     outline: &Outline,

@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
     let max = 1 + (c1 as usize % 64);
     let min_tokens = c2 as usize % (max + 1);
     let overlap = c3 as usize % max;
-    let chunks = chunk_structured(tk, text, &outline, max, min_tokens, overlap).unwrap();
+    let chunks = chunk_structured(tk, text, &outline, (max, min_tokens, overlap), false).unwrap().0;
     let spans: Vec<_> = chunks.iter().map(|c| c.span).collect();
     check_chunks(tk, text, &spans, max, from);
     for c in &chunks {
