@@ -64,7 +64,8 @@ fuzz_target!(|data: &[u8]| {
         let ids: Vec<u64> = (labels..labels + leaves.len() as u64).collect();
         labels += leaves.len() as u64;
         leaf_docs.extend(std::iter::repeat_n(d, leaves.len()));
-        let doc = _native::expand::Doc::new(tk, DocInput { text: t, sentences, nodes, leaves }).unwrap();
+        let headings = vec![vec![]; nodes.iter().map(|n| n.3 as usize + 1).max().unwrap_or(0)];
+        let doc = _native::expand::Doc::new(tk, DocInput { text: t, sentences, nodes, leaves, headings }, None).unwrap();
         store.add(doc, &ids).unwrap();
     }
     if labels == 0 {

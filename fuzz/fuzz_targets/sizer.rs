@@ -35,6 +35,9 @@ fuzz_target!(|data: &[u8]| {
             // the count of the span encoded alone (equal to HF's: the check above, on any text)
             let alone = tk.with_cache(|c| tk.count(&text[s..e], c)).unwrap();
             assert_eq!(sz.exact(s, e), alone, "span {s}..{e} of {text:?}");
+            // its ids from the document's tokenization: those of the span encoded alone
+            let ids = tk.hf.encode(&text[s..e], false).unwrap().get_ids().to_vec();
+            assert_eq!(sz.token_ids(s, e).unwrap(), ids, "ids of span {s}..{e} of {text:?}");
         }
     });
 });

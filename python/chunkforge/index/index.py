@@ -499,6 +499,7 @@ class Index:
     def expand(
         self,
         hits: Sequence[Hit],
+        *,
         window: int | None = None,
         parent: bool = False,
         auto_merge: float | None = None,
