@@ -289,7 +289,7 @@ class Encoder:
             return out[0]
         return out if convert_to_numpy else list(out)
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as the recipe that made it: unpickling builds the encoder again from
         its configuration, loading the converted graph from the cache (converting
         first where the cache is empty, e.g. on another machine)."""

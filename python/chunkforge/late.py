@@ -222,7 +222,7 @@ class LateChunker:
             start = tok.segments[w, 0]
             tok.vectors[lo:hi] = states[r, head + lo - start:head + hi - start]
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as its parameters (chunker and encoder re-created from their configuration)."""
         params = {"chunker": self.chunker, "encoder": self.encoder, "segment_overlap": self.segment_overlap}
         return (rebuild, (LateChunker, params))

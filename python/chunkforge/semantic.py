@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -199,7 +199,7 @@ class SemanticChunker:
             _, lo, n = best
             pieces[lo:lo + 2] = [[pieces[lo][0], pieces[lo + 1][1], n, pieces[lo + 1][3]]]
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as its parameters (the encoder re-created from its configuration)."""
         params = {"encoder": self.encoder, "max_tokens": self.max_tokens, "min_tokens": self.min_tokens,
                   "threshold": self.threshold, "window": self.window}

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from .. import _native
-from .._io import atomic_path, syntax_for_path
+from .._io import atomic_path, syntax_for_path, syntax_named
 from .._recommended import RECOMMENDED
 from .._rwlock import RWLock, reads, writes
 from .._search import EXACT_MAX, normalized, top_k
@@ -35,6 +35,7 @@ from .storage import (
 )
 
 if TYPE_CHECKING:
+    from .._native import Syntax
     from ..encoder import Encoder
 
 INDEX_EXTRA = 'pip install "chunkforge[index]"'
@@ -249,7 +250,7 @@ class Index:
                                           [t.doc_id for t in trees], [t.text for t in trees])
             self._register(trees, per_doc, slots)
 
-    def _build(self, records: list[tuple[str, str, str, str | None]]) -> list[_Tree]:
+    def _build(self, records: list[tuple[str, str, str, Syntax | None]]) -> list[_Tree]:
         """The trees of new documents (native code: each document tokenized once,
         sections, parents and leaves cut from that one tokenization)."""
         natives = self._expander.build([r[2] for r in records], [r[3] for r in records], self.leaf_tokens,
@@ -284,7 +285,7 @@ class Index:
             self._bm25.remove(p)
             del self._passage_labels[p]
 
-    def _records(self, docs: Iterable[str | Mapping[str, Any]]) -> list[tuple[str, str, str, str | None]]:
+    def _records(self, docs: Iterable[str | Mapping[str, Any]]) -> list[tuple[str, str, str, Syntax | None]]:
         if isinstance(docs, (str, Mapping)):
             raise TypeError("docs must be an iterable of documents, not a single document")
         out, seen = [], set()
@@ -303,9 +304,10 @@ class Index:
             if doc_id in self._slot_of or doc_id in seen:
                 raise ValueError(f"docs[{i}]: document id {doc_id!r} is already in the index (delete it first)")
             seen.add(doc_id)
-            syntax = doc.get("syntax", self._syntax(doc_id))
-            if syntax not in (None, "markdown", "rst", "asciidoc"):
-                raise ValueError(f"docs[{i}]['syntax'] must be 'markdown', 'rst', 'asciidoc' or None, not {syntax!r}")
+            given = doc.get("syntax", self._syntax(doc_id))
+            syntax = syntax_named(given)
+            if syntax is None and given is not None:
+                raise ValueError(f"docs[{i}]['syntax'] must be 'markdown', 'rst', 'asciidoc' or None, not {given!r}")
             out.append((doc_id, source, text, syntax))
         return out
 
