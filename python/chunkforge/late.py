@@ -32,6 +32,8 @@ from .chunkers._base import check_int, rebuild
 from .tokenizer import _as_list
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from .encoder import Encoder
 
 SpanLike = Chunk | tuple[int, int]
@@ -69,7 +71,7 @@ class LateChunks(NamedTuple):
     chunks: list[Chunk]
     vectors: np.ndarray
 
-    def to_arrow(self) -> Any:
+    def to_arrow(self) -> pa.Table:
         """The chunks as a ``pyarrow.Table`` (see :meth:`Chunks.to_arrow`) with a ``vector`` column."""
         import pyarrow as pa
 
