@@ -443,6 +443,14 @@ def test_bm25_updates_in_place_like_a_fresh_build():
         np.testing.assert_allclose(got[[ids[0], ids[2], *more]], fresh.scores(q), rtol=1e-12)
 
 
+def test_hybrid_scores_zero_when_no_candidate_scores_positive(index, monkeypatch):
+    """Nearest leaves all at a negative cosine and no BM25 match: zero scores in label order
+    (both terms drop out; the fused scores stay one per leaf, no shape error)."""
+    monkeypatch.setattr(index, "_dense", lambda vector, k, allowed: [(1, -0.3), (0, -0.1)])
+    hits = index.search("qqqxyzzy", k=2, hybrid=True)
+    assert [(h.leaf, h.score) for h in hits] == [(0, 0.0), (1, 0.0)]
+
+
 def test_hybrid_ranks_a_leaf_by_its_parents_words(encoder):
     """A sentence without the question's rare word is found through its parent's BM25 score."""
     docs = [{"id": f"d{i}.txt", "text": f"Report {i}. The committee met on a Tuesday. Nothing was decided."}

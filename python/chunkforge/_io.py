@@ -46,9 +46,12 @@ import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import InputError
+
+if TYPE_CHECKING:
+    from ._native import Syntax
 
 FOLDER_SUFFIXES = (".md", ".txt", ".rst", ".adoc")
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz")
@@ -212,12 +215,21 @@ def read_documents(paths: Iterable[str], suffixes: tuple[str, ...] = FOLDER_SUFF
 
 # ---------------------------------------------------------------- markup and cache
 
-SYNTAXES = ("markdown", "rst", "asciidoc")
-DEFAULT_SYNTAX = "markdown"
+SYNTAXES: tuple[Syntax, ...] = ("markdown", "rst", "asciidoc")
+DEFAULT_SYNTAX: Syntax = "markdown"
 """What a name of no known markup is parsed as (MarkdownChunker's default syntax)."""
 
 
-def syntax_for_path(name: str) -> str | None:
+def syntax_named(value: object) -> Syntax | None:
+    """The syntax of :data:`SYNTAXES` equal to ``value``, or None when ``value`` names none.
+
+    >>> syntax_named("rst"), syntax_named("html"), syntax_named(None)
+    ('rst', None, None)
+    """
+    return next((known for known in SYNTAXES if known == value), None)
+
+
+def syntax_for_path(name: str) -> Syntax | None:
     """The markup of a file from its name: ``markdown`` (``.md``, ``.markdown``), ``rst``
     (``.rst``, and Sphinx's ``.rst.txt`` sources), ``asciidoc`` (``.adoc``, ``.asciidoc``,
     ``.txt``) or None (no known markup).
@@ -235,7 +247,7 @@ def syntax_for_path(name: str) -> str | None:
     return None
 
 
-def syntax_or_default(name: str) -> str:
+def syntax_or_default(name: str) -> Syntax:
     """:func:`syntax_for_path`, a name of no known markup read as :data:`DEFAULT_SYNTAX`.
 
     >>> syntax_or_default("notes.txt"), syntax_or_default("doc-7")

@@ -47,6 +47,7 @@ class ChunkerSet:
 
     def key(self, name: str) -> str:
         """Which chunker handles the document called ``name``."""
+        key: str
         if self.strategy == "markdown":
             key = syntax_or_default(name)  # the one rule of chunkforge._io
         elif self.strategy == "code":

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +58,7 @@ _COLUMNS = ("text", "start", "end", "token_count", "index", "heading_path", "kin
             "id", "parent_id", "level", "children", "embed_text")
 
 
-def _arrow_schema(extra: tuple[tuple[str, object], ...] = ()) -> object:
+def _arrow_schema(extra: tuple[tuple[str, pa.DataType], ...] = ()) -> pa.Schema:
     import pyarrow as pa
 
     types = {"text": pa.string(), "start": pa.int64(), "end": pa.int64(), "token_count": pa.int64(),
@@ -81,7 +85,7 @@ class Chunks(list[Chunk]):
     (['First paragraph.', 'Second one.'], [0, 18])
     """
 
-    def to_arrow(self) -> object:
+    def to_arrow(self) -> pa.Table:
         """A ``pyarrow.Table`` with a column per :class:`Chunk` field."""
         _import_pyarrow()
         import pyarrow as pa
@@ -100,7 +104,7 @@ class Chunks(list[Chunk]):
 
     def to_pandas(self) -> object:
         """A ``pandas.DataFrame`` of :meth:`to_arrow`."""
-        return self.to_arrow().to_pandas()  # type: ignore[attr-defined]
+        return self.to_arrow().to_pandas()
 
 
 class ChunkBatch(list[list[Chunk]]):
@@ -114,7 +118,7 @@ class ChunkBatch(list[list[Chunk]]):
     ['a', 'b']
     """
 
-    def to_arrow(self, doc_ids: list[str] | None = None) -> object:
+    def to_arrow(self, doc_ids: list[str] | None = None) -> pa.Table:
         _import_pyarrow()
         import pyarrow as pa
 
@@ -126,4 +130,4 @@ class ChunkBatch(list[list[Chunk]]):
         return pa.Table.from_pylist(rows, schema=_arrow_schema(((key, kind),)))
 
     def to_pandas(self, doc_ids: list[str] | None = None) -> object:
-        return self.to_arrow(doc_ids).to_pandas()  # type: ignore[attr-defined]
+        return self.to_arrow(doc_ids).to_pandas()

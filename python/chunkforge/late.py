@@ -32,6 +32,8 @@ from .chunkers._base import check_int, rebuild
 from .tokenizer import _as_list
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from .encoder import Encoder
 
 SpanLike = Chunk | tuple[int, int]
@@ -69,7 +71,7 @@ class LateChunks(NamedTuple):
     chunks: list[Chunk]
     vectors: np.ndarray
 
-    def to_arrow(self) -> Any:
+    def to_arrow(self) -> pa.Table:
         """The chunks as a ``pyarrow.Table`` (see :meth:`Chunks.to_arrow`) with a ``vector`` column."""
         import pyarrow as pa
 
@@ -222,7 +224,7 @@ class LateChunker:
             start = tok.segments[w, 0]
             tok.vectors[lo:hi] = states[r, head + lo - start:head + hi - start]
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as its parameters (chunker and encoder re-created from their configuration)."""
         params = {"chunker": self.chunker, "encoder": self.encoder, "segment_overlap": self.segment_overlap}
         return (rebuild, (LateChunker, params))

@@ -22,6 +22,7 @@ Every file is written to a temp file in the cache folder and renamed into place
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -29,7 +30,7 @@ import math
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -47,6 +48,8 @@ MASK_VALUE = -10000.0  # finite in float16 too, unlike float32's minimum
 SMOOTH_ALPHA = {"layer_norm": 0.65, "attention": 0.5}
 FP32_OUTLIER_CHANNELS = 4
 CALIBRATION_TEXTS = 240
+OnnxAttribute = int | float | list[int]
+"""The node attribute values the graphs chunkforge builds use."""
 
 
 # what each variant is made from, in order
@@ -90,10 +93,10 @@ def ensure_variant(
             path = folder / f"model-{step}.onnx"
             if step == "fp32":
                 model = build_bert_graph(weights, json.loads(config.read_text(encoding="utf-8")))
-                _write_atomic(path, lambda tmp, model=model: _save(model, tmp))
+                _write_atomic(path, functools.partial(_save, model))
             elif step in ("optimized", "fp16"):
-                fp16 = step == "fp16"
-                _write_atomic(path, lambda tmp, fp16=fp16: optimize(folder / "model-fp32.onnx", tmp, config, fp16=fp16))
+                _write_atomic(path, functools.partial(optimize, folder / "model-fp32.onnx", config_path=config,
+                                                      fp16=step == "fp16"))
             else:
                 _write_atomic(path, lambda tmp: quantize_int8(folder / "model-optimized.onnx", tmp, model_dir))
             write_checksum(path)
@@ -123,7 +126,7 @@ def check_convertible(model_dir: Path) -> None:
         )
 
 
-def build_bert_graph(weights: Path, config: dict) -> onnx.ModelProto:
+def build_bert_graph(weights: Path, config: dict[str, Any]) -> onnx.ModelProto:
     """The ONNX graph of a ``BertModel``: ``input_ids``, ``attention_mask``,
     ``token_type_ids`` (int64, [batch, sequence]) -> ``last_hidden_state``."""
     import onnx
@@ -146,8 +149,8 @@ def build_bert_graph(weights: Path, config: dict) -> onnx.ModelProto:
         inits[name] = np.ascontiguousarray(value)
         return name
 
-    def node(op: str, inputs: list[str], name: str, **attrs: object) -> str:
-        nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
+    def node(op: str, inputs: list[str], name: str, **attrs: OnnxAttribute) -> str:
+        nodes.append(onnx_node(op, inputs, [name], name, **attrs))
         return name
 
     def param(key: str) -> np.ndarray:
@@ -388,6 +391,16 @@ def _suppress_outliers(model: onnx.ModelProto, maxima: dict[str, np.ndarray]) ->
     nodes = [new for n in model.graph.node for new in (*before.get(n.name, []), n, *after.get(n.name, []))]
     del model.graph.node[:]
     model.graph.node.extend(nodes)
+
+
+def onnx_node(op: str, inputs: list[str], outputs: list[str], name: str | None = None, /,
+              **attrs: OnnxAttribute) -> onnx.NodeProto:
+    """``onnx.helper.make_node`` with typed attributes, added as it adds them (sorted by name)."""
+    from onnx import helper
+
+    made = helper.make_node(op, inputs, outputs, name=name)
+    made.attribute.extend(helper.make_attribute(key, value) for key, value in sorted(attrs.items()))
+    return made
 
 
 def _save(model: onnx.ModelProto, path: Path) -> None:

@@ -188,7 +188,7 @@ class ContextAwareChunker:
             params["min_tokens"] = budget
         return type(self.chunker)(**params)
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as its parameters (the wrapped chunker re-created from its own)."""
         params = {"chunker": self.chunker, "max_tokens": self.max_tokens, "reserve_tokens": self.reserve_tokens,
                   "template": self.template}

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,6 +45,16 @@ if TYPE_CHECKING:
     from .encoder import Encoder
 
 PERCENTILE = re.compile(r"p(\d+(?:\.\d+)?)")
+
+
+@dataclass(slots=True)
+class _Piece:
+    """A chunk being formed: its span, tokens, and the distance at the boundary after it."""
+
+    start: int
+    end: int
+    tokens: int
+    after: float
 
 
 class SemanticChunker:
@@ -152,54 +163,54 @@ class SemanticChunker:
         else:
             cut = float(self.threshold)
         cuts = [i + 1 for i in np.flatnonzero(dist > cut).tolist()]
-        pieces: list[list] = []  # [start, end, tokens, distance at the boundary after it]
+        pieces: list[_Piece] = []
         for a, b in zip([0, *cuts], [*cuts, len(sents)]):
             self._fit(text, sents, dist, a, b, counter, pieces)
         self._merge_small(pieces, counter)
-        return Chunks(Chunk(text[s:e], s, e, n, i) for i, (s, e, n, _) in enumerate(pieces))
+        return Chunks(Chunk(text[p.start:p.end], p.start, p.end, p.tokens, i) for i, p in enumerate(pieces))
 
     def _fit(self, text: str, sents: list[tuple[int, int]], dist: np.ndarray, a: int, b: int,
-             counter: _native.SpanCounter, out: list[list]) -> None:
+             counter: _native.SpanCounter, out: list[_Piece]) -> None:
         """Appends sentences ``a..b`` as pieces of at most ``max_tokens``: split at the
         most distant inner boundary; one sentence by the recursive chunker."""
         start, end = sents[a][0], sents[b - 1][1]
         after = float(dist[b - 1]) if b - 1 < len(dist) else 0.0
         tokens = counter.count(start, end)
         if tokens <= self.max_tokens:
-            out.append([start, end, tokens, after])
+            out.append(_Piece(start, end, tokens, after))
         elif b - a > 1:
             k = a + 1 + int(np.argmax(dist[a:b - 1]))
             self._fit(text, sents, dist, a, k, counter, out)
             self._fit(text, sents, dist, k, b, counter, out)
         else:
             s, e, n = self._fallback.spans(text[start:end])
-            out += [[start + x, start + y, c, 0.0] for x, y, c in zip(s.tolist(), e.tolist(), n.tolist())]
-            out[-1][3] = after
+            out += [_Piece(start + x, start + y, c, 0.0) for x, y, c in zip(s.tolist(), e.tolist(), n.tolist())]
+            out[-1].after = after
 
-    def _merge_small(self, pieces: list[list], counter: _native.SpanCounter) -> None:
+    def _merge_small(self, pieces: list[_Piece], counter: _native.SpanCounter) -> None:
         """Merges pieces under ``min_tokens`` into the neighbour across the smaller
         distance, smallest first, while the union fits ``max_tokens``."""
         while True:
             best = None
-            for i in sorted(range(len(pieces)), key=lambda i: pieces[i][2]):
-                if pieces[i][2] >= self.min_tokens:
+            for i in sorted(range(len(pieces)), key=lambda i: pieces[i].tokens):
+                if pieces[i].tokens >= self.min_tokens:
                     break
                 options = []
                 for j in (i - 1, i + 1):
                     if 0 <= j < len(pieces):
                         lo, hi = min(i, j), max(i, j)
-                        n = counter.count(pieces[lo][0], pieces[hi][1])
+                        n = counter.count(pieces[lo].start, pieces[hi].end)
                         if n <= self.max_tokens:
-                            options.append((pieces[lo][3], lo, n))
+                            options.append((pieces[lo].after, lo, n))
                 if options:
                     best = min(options)
                     break
             if best is None:
                 return
             _, lo, n = best
-            pieces[lo:lo + 2] = [[pieces[lo][0], pieces[lo + 1][1], n, pieces[lo + 1][3]]]
+            pieces[lo:lo + 2] = [_Piece(pieces[lo].start, pieces[lo + 1].end, n, pieces[lo + 1].after)]
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as its parameters (the encoder re-created from its configuration)."""
         params = {"encoder": self.encoder, "max_tokens": self.max_tokens, "min_tokens": self.min_tokens,
                   "threshold": self.threshold, "window": self.window}

@@ -49,7 +49,7 @@ class Tokenizer:
         """The same tokenizer (sharing its native state) with ``window`` set."""
         return Tokenizer(self._native, self.source, self._json, window)
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as the tokenizer's JSON (the default tokenizer by name), so that
         worker processes (multiprocessing, Ray, Spark, Dask) get an equal tokenizer."""
         if self._native is _default_tokenizer()._native:
@@ -236,8 +236,9 @@ def as_tokenizer(tokenizer: Any) -> Tokenizer:
         return Tokenizer.default()
     if isinstance(tokenizer, Tokenizer):
         return tokenizer
-    if isinstance(getattr(tokenizer, "tokenizer", None), Tokenizer) and hasattr(tokenizer, "max_length"):
-        return tokenizer.tokenizer
+    inner = getattr(tokenizer, "tokenizer", None)
+    if isinstance(inner, Tokenizer) and hasattr(tokenizer, "max_length"):
+        return inner
     if isinstance(tokenizer, (str, os.PathLike)):
         path = Path(tokenizer)
         return Tokenizer.from_pretrained(path) if path.is_dir() else Tokenizer.from_file(path)

@@ -160,7 +160,7 @@ class BaseChunker:
         params = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
         return f"{type(self).__name__}({params})"
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as the class and its parameters: unpickling builds it again."""
         return (rebuild, (type(self), self._params()))
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,6 +16,9 @@ from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import _as_list, check_threads
 from ._base import BaseChunker, BatchSpans, Spans
 from .recursive import RecursiveChunker
+
+if TYPE_CHECKING:
+    from .. import _native
 
 # Unicode White_Space: what chunks are trimmed of, as by the other chunkers
 _WHITE_SPACE = (
@@ -283,7 +286,7 @@ class _Layout:
             # str index of a byte offset = number of UTF-8 lead bytes before it
             lead = (np.frombuffer(data, dtype=np.uint8) & 0xC0) != 0x80
             self._offsets = np.concatenate(([0], np.cumsum(lead)))
-        self._counter: Any = None
+        self._counter: _native.SpanCounter | None = None
 
     def index(self, byte: int) -> int:
         """The str index of a byte offset of the UTF-8 source."""

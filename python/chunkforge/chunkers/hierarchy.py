@@ -135,7 +135,7 @@ class HierarchicalChunker:
                 raise ValueError(f"base chunker {self._chunkers[level]!r} made overlapping chunks; use overlap=0")
         return children
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as its parameters (``base`` must be picklable: a class or a module-level function)."""
         return (rebuild, (HierarchicalChunker, {"tokenizer": self.tokenizer, "levels": self.levels, "base": self.base}))
 

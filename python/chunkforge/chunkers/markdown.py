@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _native
 from .._compat import keyword_only
-from .._io import SYNTAXES, syntax_for_path  # noqa: F401  (syntax_for_path: the one rule, re-exported)
+from .._io import SYNTAXES, syntax_for_path, syntax_named  # noqa: F401  (syntax_for_path: the one rule, re-exported)
 from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import _as_list, check_threads
 from ._base import BaseChunker, BatchSpans, Spans, check_min_tokens
@@ -48,11 +48,12 @@ class MarkdownChunker(BaseChunker):
     ) -> None:
         super().__init__(tokenizer, max_tokens, overlap)
         self.min_tokens = check_min_tokens(min_tokens, self.max_tokens)
-        if syntax not in SYNTAXES:
+        known = syntax_named(syntax)
+        if known is None:
             raise ValueError(f"syntax must be one of {', '.join(SYNTAXES)}, not {syntax!r}")
-        self.syntax = syntax
+        self.syntax = known
         self._native = _native.Chunker(
-            self.tokenizer._native, syntax, self.max_tokens, overlap=self.overlap, min_tokens=self.min_tokens
+            self.tokenizer._native, known, self.max_tokens, overlap=self.overlap, min_tokens=self.min_tokens
         )
 
     def chunk(self, text: str) -> list[Chunk]:

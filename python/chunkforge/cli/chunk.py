@@ -28,6 +28,7 @@ from ._common import open_output, refuse_output_input
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
 BATCH_DOCS = 256
 
@@ -147,7 +148,8 @@ class ChunkWriter:
     output is named ``.parquet``."""
 
     def __init__(self, out: IO[str] | None, parquet: Path | None) -> None:
-        self.out, self.parquet, self._writer = out, parquet, None
+        self.out, self.parquet = out, parquet
+        self._writer: pq.ParquetWriter | None = None
 
     def write(self, records: list[dict[str, Any]]) -> None:
         if self.parquet is None:

@@ -30,7 +30,7 @@ class BM25:
 
     def __init__(self) -> None:
         self.vocab: dict[str, int] = {}
-        self.postings: list[tuple[array, array]] = []  # per term: passage ids, term frequencies (int32)
+        self.postings: list[tuple[array[int], array[int]]] = []  # per term: passage ids, term frequencies (int32)
         self.df = np.zeros(0, np.int64)
         self.lengths = np.zeros(0, np.float64)
         self.alive = np.zeros(0, bool)

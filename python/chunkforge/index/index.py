@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from .. import _native
-from .._io import atomic_path, syntax_for_path
+from .._io import atomic_path, syntax_for_path, syntax_named
 from .._recommended import RECOMMENDED
 from .._rwlock import RWLock, reads, writes
 from .._search import EXACT_MAX, normalized, top_k
@@ -35,6 +35,7 @@ from .storage import (
 )
 
 if TYPE_CHECKING:
+    from .._native import Syntax
     from ..encoder import Encoder
 
 INDEX_EXTRA = 'pip install "chunkforge[index]"'
@@ -51,6 +52,9 @@ BM25_POOL = 16
 """Best BM25 parents whose leaves join the hybrid candidates."""
 Order = Literal["score", "document"]
 Pack = Literal["skip", "stop"]
+_Saved = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[list[str]]]
+"""A document of a saved index: its nodes ``(start, end, parent, section, level)``, leaves
+(node indices), leaf labels, sentences and heading paths."""
 
 
 @dataclass(slots=True)
@@ -249,7 +253,7 @@ class Index:
                                           [t.doc_id for t in trees], [t.text for t in trees])
             self._register(trees, per_doc, slots)
 
-    def _build(self, records: list[tuple[str, str, str, str | None]]) -> list[_Tree]:
+    def _build(self, records: list[tuple[str, str, str, Syntax | None]]) -> list[_Tree]:
         """The trees of new documents (native code: each document tokenized once,
         sections, parents and leaves cut from that one tokenization)."""
         natives = self._expander.build([r[2] for r in records], [r[3] for r in records], self.leaf_tokens,
@@ -284,7 +288,7 @@ class Index:
             self._bm25.remove(p)
             del self._passage_labels[p]
 
-    def _records(self, docs: Iterable[str | Mapping[str, Any]]) -> list[tuple[str, str, str, str | None]]:
+    def _records(self, docs: Iterable[str | Mapping[str, Any]]) -> list[tuple[str, str, str, Syntax | None]]:
         if isinstance(docs, (str, Mapping)):
             raise TypeError("docs must be an iterable of documents, not a single document")
         out, seen = [], set()
@@ -303,9 +307,10 @@ class Index:
             if doc_id in self._slot_of or doc_id in seen:
                 raise ValueError(f"docs[{i}]: document id {doc_id!r} is already in the index (delete it first)")
             seen.add(doc_id)
-            syntax = doc.get("syntax", self._syntax(doc_id))
-            if syntax not in (None, "markdown", "rst", "asciidoc"):
-                raise ValueError(f"docs[{i}]['syntax'] must be 'markdown', 'rst', 'asciidoc' or None, not {syntax!r}")
+            given = doc.get("syntax", self._syntax(doc_id))
+            syntax = syntax_named(given)
+            if syntax is None and given is not None:
+                raise ValueError(f"docs[{i}]['syntax'] must be 'markdown', 'rst', 'asciidoc' or None, not {given!r}")
             out.append((doc_id, source, text, syntax))
         return out
 
@@ -430,8 +435,11 @@ class Index:
         cos = np.fromiter(dense.values(), np.float64, len(dense))
         lexical = bm25[self._label_passage[labels]]
         w_dense, w_bm25 = self.weights
-        top_cos, top_bm25 = cos.max(), lexical.max()
-        fused = (w_dense * cos / top_cos if top_cos > 0 else 0.0) + (w_bm25 * lexical / top_bm25 if top_bm25 > 0 else 0.0)
+        top_cos, top_bm25 = float(cos.max()), float(lexical.max())
+        # a term whose best score is not positive adds nothing (zeros: every leaf keeps a sort key)
+        zeros = np.zeros_like(cos)
+        fused = ((w_dense * cos / top_cos if top_cos > 0 else zeros)
+                 + (w_bm25 * lexical / top_bm25 if top_bm25 > 0 else zeros))
         order = np.lexsort((labels, -fused))
         return list(zip(labels[order].tolist(), fused[order].tolist()))
 
@@ -599,7 +607,7 @@ class Index:
 
     def _write(self, folder: Path) -> None:
         slots = [slot for slot, d in enumerate(self._docs) if d is not None]
-        docs = [self._docs[slot] for slot in slots]
+        docs = [d for d in self._docs if d is not None]
         trees = [self._expander.tree(slot) for slot in slots]  # nodes, leaves, sentences, headings
         pq.write_table(pa.table({
             "doc_id": pa.array([d.doc_id for d in docs], pa.string()),
@@ -688,7 +696,7 @@ class Index:
         sent_cols = np.column_stack([sents[c].to_numpy() for c in ("doc", "start", "end", "section")]).reshape(-1, 4)
         node_split = np.searchsorted(node_cols[:, 0], np.arange(len(docs["doc_id"]) + 1))
         sent_split = np.searchsorted(sent_cols[:, 0], np.arange(len(docs["doc_id"]) + 1))
-        saved = []
+        saved: list[_Saved] = []
         for i in range(len(docs["doc_id"])):
             table = node_cols[node_split[i]:node_split[i + 1]]
             leaves = np.flatnonzero(table[:, 6] >= 0)
@@ -727,7 +735,7 @@ class Index:
                 index._keep_vectors(part, np.asarray(index._hnsw.get_items(part, return_type="numpy"), np.float32))
         return index
 
-    def _add_saved(self, docs: dict[str, list[Any]], saved: list[tuple[np.ndarray, ...]]) -> None:
+    def _add_saved(self, docs: dict[str, list[Any]], saved: list[_Saved]) -> None:
         """Adds documents read from a saved index: ``docs`` columns, and per document
         its nodes ``(start, end, parent, section, level)``, leaves, labels, sentences
         and headings (each text tokenized once, by the native store)."""

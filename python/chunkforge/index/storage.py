@@ -36,7 +36,7 @@ MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {
 }
 
 
-def manifest_checksum(manifest: dict) -> str:
+def manifest_checksum(manifest: dict[str, Any]) -> str:
     """SHA-256 of the manifest without its ``checksum`` field (keys sorted)."""
     body = {k: v for k, v in manifest.items() if k != "checksum"}
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()

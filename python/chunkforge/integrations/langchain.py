@@ -88,7 +88,9 @@ class ChunkforgeEmbeddings(Embeddings):
         self.encoder = encoder
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return self.encoder.embed(list(texts)).tolist()
+        vectors: list[list[float]] = self.encoder.embed(list(texts)).tolist()
+        return vectors
 
     def embed_query(self, text: str) -> list[float]:
-        return self.encoder.embed_query(text).tolist()
+        vector: list[float] = self.encoder.embed_query(text).tolist()
+        return vector

@@ -104,8 +104,8 @@ class ChunkforgeNodeParser(NodeParser):
         exact = [(n.start_char_idx, n.end_char_idx) if isinstance(n, TextNode) else None for n in nodes]
         nodes = super()._postprocess_parsed_nodes(nodes, parent_doc_map)
         for node, span in zip(nodes, exact):
-            if span is not None:
-                node.start_char_idx, node.end_char_idx = span  # type: ignore[union-attr]
+            if span is not None and isinstance(node, TextNode):
+                node.start_char_idx, node.end_char_idx = span
         return nodes
 
 
@@ -132,13 +132,16 @@ class ChunkforgeEmbedding(BaseEmbedding):
         return "ChunkforgeEmbedding"
 
     def _get_query_embedding(self, query: str) -> list[float]:
-        return self._encoder.embed_query(query).tolist()
+        vector: list[float] = self._encoder.embed_query(query).tolist()
+        return vector
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
         return self._get_query_embedding(query)
 
     def _get_text_embedding(self, text: str) -> list[float]:
-        return self._encoder.embed([text])[0].tolist()
+        vector: list[float] = self._encoder.embed([text])[0].tolist()
+        return vector
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._encoder.embed(texts).tolist()
+        vectors: list[list[float]] = self._encoder.embed(texts).tolist()
+        return vectors
