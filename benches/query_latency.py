@@ -38,8 +38,11 @@ class RandomLeaves:
         self.rng = np.random.default_rng(0)
 
     def embed(self, texts: list[str], show_progress: bool = False) -> np.ndarray:
-        v = self.rng.standard_normal((len(texts), self.dim)).astype(np.float32)
-        return v / np.linalg.norm(v, axis=1, keepdims=True)
+        # float32 throughout and normalized in place: the fake encoder adds no more memory than
+        # the real one's output array (a float64 draw would be the peak of the whole build)
+        v = self.rng.standard_normal((len(texts), self.dim), dtype=np.float32)
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        return v
 
     def embed_token_ids(self, token_ids: list[np.ndarray], show_progress: bool = False) -> np.ndarray:
         return self.embed([""] * len(token_ids))

@@ -6,11 +6,9 @@ offsets, so any chunking (or any retrieved passage, or chunks with their ``doc_i
 scored against the same labels; the metrics (recall, precision, IoU, precision-Ω,
 evidence recall, MRR, nDCG) are defined in :mod:`chunkforge.eval.metrics`.
 
->>> corpus = [Document("a", "Cats sleep. Dogs bark.")]
->>> measure = SpanMeasure(corpus)
->>> q = Query("q1", "Do cats sleep?", (Span("a", 0, 11),))
->>> s = score([q], [[Span("a", 0, 22)]], measure)
->>> round(float(s.recall[0]), 2), round(float(s.precision[0]), 2)
+>>> s = score([Query("q1", "Do cats sleep?", (Span("a", 0, 11),))], [[Span("a", 0, 22)]],
+...           SpanMeasure([Document("a", "Cats sleep. Dogs bark.")]))
+>>> float(s.recall[0]), float(s.precision[0])
 (1.0, 0.5)
 
 Where things live: :mod:`~chunkforge.eval.datasets` (corpus and queries),

@@ -245,9 +245,11 @@ class Index:
             self._ensure_hnsw(self.encoder.dim, self._next_label + len(token_ids))
             if len(token_ids):
                 # one thread: hnswlib's parallel insertion makes the graph depend on scheduling
-                self._hnsw.add_items(vectors, labels, num_threads=1)
+                for at in range(0, len(labels), 8192):  # in blocks: hnswlib copies what it normalizes
+                    self._hnsw.add_items(vectors[at:at + 8192], labels[at:at + 8192], num_threads=1)
                 self._graph_top = int(labels.max()) + 1
                 self._keep_vectors(labels, vectors)
+            del vectors, token_ids  # in the graph and the int8 copy now: not held while the rest is registered
             per_doc = np.split(labels, np.cumsum([len(t.leaf_parent) for t in trees])[:-1]) if trees else []
             slots = self._expander.insert([t.native for t in trees], [x.tolist() for x in per_doc],
                                           [t.doc_id for t in trees], [t.text for t in trees])
@@ -360,11 +362,11 @@ class Index:
             grown[:len(self._vectors)] = self._vectors.reshape(-1, vectors.shape[1])
             self._vectors = grown
             self._scales = np.concatenate([self._scales, np.zeros(size - len(self._scales), np.float32)])
-        for at in range(0, len(labels), 8192):  # in blocks: no float32 copy of all the vectors
-            v = normalized(vectors[at:at + 8192])
+        for at in range(0, len(labels), 2048):  # in blocks: no float32 copy of all the vectors
+            v = normalized(vectors[at:at + 2048])
             scale = np.maximum(np.abs(v).max(axis=1), 1e-12) / 127
-            self._vectors[labels[at:at + 8192]] = np.rint(v / scale[:, None]).astype(np.int8)
-            self._scales[labels[at:at + 8192]] = scale
+            self._vectors[labels[at:at + 2048]] = np.rint(v / scale[:, None]).astype(np.int8)
+            self._scales[labels[at:at + 2048]] = scale
 
     def _cosines(self, labels: np.ndarray | list[int], vector: np.ndarray) -> np.ndarray:
         """Cosines of the leaves ``labels`` with the unit ``vector``, from the int8 copy."""
