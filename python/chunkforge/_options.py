@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ._io import syntax_or_default
 from .chunk import Chunk
 from .chunkers import (
@@ -78,21 +80,45 @@ class ChunkerSet:
         except (OSError, ValueError, TypeError, ImportError) as exc:
             raise InputError(str(exc)) from exc
 
-    def chunks(self, batch: list[Doc], threads: int | None) -> list[list[Chunk]]:
-        """The chunks of every document of the batch, in order."""
-        if self.strategy == "hierarchical":
-            tree = self._cache[self.key("")]
-            return [tree.chunk(doc.text, doc_id=str(doc.doc_id)) for doc in batch]  # type: ignore[attr-defined]
-        out: list[list[Chunk]] = [[] for _ in batch]
+    def chunker(self, name: str) -> Any:
+        """The chunker of the document called ``name``."""
+        return self._cache[self.key(name)]
+
+    def _groups(self, batch: list[Doc]) -> dict[str, list[int]]:
+        """The documents of the batch (their indices) by the chunker that handles them."""
         groups: dict[str, list[int]] = {}
         for i, doc in enumerate(batch):
             groups.setdefault(self.key(str(doc.doc_id)), []).append(i)
-        for key, members in groups.items():
-            chunker = self._cache[key]
-            done = chunker.chunk_batch([batch[i].text for i in members], threads=threads)  # type: ignore[attr-defined]
+        return groups
+
+    def chunks(self, batch: list[Doc], threads: int | None) -> list[list[Chunk]]:
+        """The chunks of every document of the batch, in order."""
+        if self.strategy == "hierarchical":
+            tree = self.chunker("")
+            return [tree.chunk(doc.text, doc_id=str(doc.doc_id)) for doc in batch]
+        out: list[list[Chunk]] = [[] for _ in batch]
+        for key, members in self._groups(batch).items():
+            done = self._cache[key].chunk_batch([batch[i].text for i in members], threads=threads)  # type: ignore[attr-defined]
             for i, chunks in zip(members, done):
                 out[i] = chunks
         return out
+
+    def chunks_with_ids(self, batch: list[Doc], threads: int | None) -> list[tuple[list[Chunk], list[np.ndarray]]]:
+        """Each document's chunks and each chunk's token ids (no special tokens), in order: the
+        ids the native chunkers sized the chunks on (``chunk_batch_ids``: one tokenization of
+        each document); a chunker without them (``CodeChunker``) has each chunk's text encoded."""
+        out: list[tuple[list[Chunk], list[np.ndarray]]] = [([], []) for _ in batch]
+        for key, members in self._groups(batch).items():
+            chunker: Any = self._cache[key]
+            texts = [batch[i].text for i in members]
+            done = chunker.chunk_batch_ids(texts, threads=threads)
+            if done is None:
+                chunks = chunker.chunk_batch(texts, threads=threads)
+                done = (chunks, [[self.tokenizer.encode_offsets(c.text).ids for c in cs] for cs in chunks])
+            for i, chunks, ids in zip(members, *done):
+                out[i] = (chunks, ids)
+        return out
+
 
 def chunk_tokenizer(args: Any) -> Tokenizer:
     """The tokenizer of ``chunk``: ``--tokenizer FILE``, else ``--model``'s (the default

@@ -29,11 +29,13 @@ How it stays exact under crashes and changes:
   not list (deleted documents, old versions, a crashed run's leftovers) are then removed. Every
   chunk of the corpus is therefore in exactly one listed shard.
 
-Chunk texts are not tokenized again: the chunks' token ids are slices of one tokenization of
-the whole document (for WordPiece tokenizers, where a chunk of whole words encodes alone as that
-slice; any other chunk, and any other tokenizer, is encoded from its text), fed to
-:meth:`Encoder.embed_token_ids`. (The native chunker sizes on its own pass over the document;
-returning its ids would need a Rust change.) The next batch is read, chunked and tokenized on a worker
+Tokenization is done once: each document is tokenized by the chunker, which sizes its chunks on
+those tokens and gives each chunk's token ids from them (exactly the chunk's text encoded
+alone); :meth:`Encoder.embed_token_ids` embeds those ids, so neither the document nor a chunk
+is tokenized a second time (``Tokenizer.tokenized`` counts one text per document with the
+default settings). That holds for the native strategies (recursive, token, sentence,
+markdown/rst/asciidoc); ``strategy="code"`` (tree-sitter, sized in Python) encodes each
+chunk's text for its ids. The next batch is read, chunked and tokenized on a worker
 thread while the current one is embedded; at most two batches wait, so memory stays bounded.
 """
 
@@ -203,7 +205,7 @@ class Planned(NamedTuple):
 class Chunked(NamedTuple):
     """A batch chunked and tokenized, ready to embed: its row columns and token ids."""
 
-    columns: dict[str, list]
+    columns: dict[str, list[Any]]
     token_ids: list[np.ndarray]
 
 
@@ -331,59 +333,6 @@ def tokenizer_json(tokenizer: Tokenizer) -> str | None:
 # ---------------------------------------------------------------- tokenize once
 
 
-class TokenSlicer:
-    """Token ids of chunks from their document tokenized once.
-
-    With a WordPiece tokenizer (BERT normalizer and pre-tokenizer) a chunk made of whole words
-    encodes alone exactly as the slice of the document's ids it covers: words are context
-    free, and a word starts at a token without the continuation prefix (``##``). A chunk is
-    taken as that slice when the slice starts and ends at word boundaries and holds
-    ``token_count`` ids (the chunker's exact count of the chunk encoded alone); any other
-    chunk, and every chunk of any other tokenizer, is encoded from its text.
-    """
-
-    def __init__(self, tokenizer: Tokenizer) -> None:
-        self.tokenizer = tokenizer
-        self.continuation = wordpiece_continuations(tokenizer)
-
-    def token_ids(self, text: str, starts: np.ndarray, ends: np.ndarray, counts: np.ndarray,
-                  chunk_texts: list[str]) -> list[np.ndarray]:
-        """The content token ids (no special tokens) of each chunk ``text[starts[i]:ends[i]]``."""
-        native = self.tokenizer._native
-        if self.continuation is None or len(starts) == 0:
-            return [native.encode_offsets(t)[0].astype(np.int64) for t in chunk_texts]
-        ids, offsets = native.encode_offsets(text)
-        ids = ids.astype(np.int64)
-        n = len(ids)
-        lo = np.searchsorted(offsets[:, 0], starts, "left")
-        hi = np.searchsorted(offsets[:, 1], ends, "right")
-        cont = np.append(self.continuation[np.minimum(ids, len(self.continuation) - 1)], False)  # [n]: past the end
-        exact = (hi - lo == counts) & ~cont[np.minimum(lo, n)] & ~cont[np.minimum(hi, n)]
-        return [ids[a:b] if ok else native.encode_offsets(t)[0].astype(np.int64)
-                for a, b, ok, t in zip(lo.tolist(), hi.tolist(), exact.tolist(), chunk_texts)]
-
-
-def wordpiece_continuations(tokenizer: Tokenizer) -> np.ndarray | None:
-    """For a WordPiece tokenizer with BERT's normalizer and pre-tokenizer: a bool array by
-    token id, True for continuation pieces (``##ing``). None for any other tokenizer."""
-    text = tokenizer_json(tokenizer)
-    if text is None:
-        return None
-    spec = json.loads(text)
-    model, pre, norm = spec.get("model") or {}, spec.get("pre_tokenizer") or {}, spec.get("normalizer")
-    if model.get("type") != "WordPiece" or pre.get("type") != "BertPreTokenizer":
-        return None
-    if norm is not None and norm.get("type") != "BertNormalizer":
-        return None
-    prefix = model.get("continuing_subword_prefix") or "##"
-    vocab: dict[str, int] = model.get("vocab") or {}
-    ids = list(vocab.values()) + [a["id"] for a in spec.get("added_tokens") or []]
-    table = np.zeros(max(ids, default=0) + 2, bool)
-    for token, i in vocab.items():
-        table[i] = token.startswith(prefix)
-    return table
-
-
 # ---------------------------------------------------------------- shards
 
 
@@ -471,7 +420,6 @@ class ShardBuilder:
         self.spec = spec
         self.encoder = encoder or spec.encoder()
         self.chunkers = spec.chunkers(self.encoder)
-        self.slicer = TokenSlicer(self.encoder.tokenizer)
         self.shard_dir = Path(out) / SHARDS
         self.vectors = vectors
         self.cache = VectorCache(self.shard_dir, vectors)
@@ -479,19 +427,16 @@ class ShardBuilder:
 
     def chunk(self, docs: list[Doc]) -> Chunked:
         """The rows of a batch without their vectors, and each chunk's token ids."""
-        columns: dict[str, list] = {name: [] for name in self.schema.names if name != "vector"}
+        columns: dict[str, list[Any]] = {name: [] for name in self.schema.names if name != "vector"}
         token_ids: list[np.ndarray] = []
-        for doc, chunks in zip(docs, self.chunkers.chunks(docs, self.spec.threads)):
+        for doc, (chunks, ids) in zip(docs, self.chunkers.chunks_with_ids(docs, self.spec.threads)):
             texts = [c.text for c in chunks]
-            starts = np.array([c.start for c in chunks], np.int64)
-            ends = np.array([c.end for c in chunks], np.int64)
-            counts = np.array([c.token_count for c in chunks], np.int64)
-            token_ids += self.slicer.token_ids(doc.text, starts, ends, counts, texts)
+            token_ids += ids
             columns["doc_id"] += [doc.doc_id] * len(chunks)
             columns["chunk_id"] += [node_id(str(doc.doc_id), c.start, c.end, 0) for c in chunks]
-            columns["start"] += starts.tolist()
-            columns["end"] += ends.tolist()
-            columns["token_count"] += counts.tolist()
+            columns["start"] += [c.start for c in chunks]
+            columns["end"] += [c.end for c in chunks]
+            columns["token_count"] += [c.token_count for c in chunks]
             columns["heading_path"] += [list(c.heading_path) for c in chunks]
             columns["text_hash"] += [text_hash(t) for t in texts]
             if "text" in columns:
@@ -599,7 +544,7 @@ def ahead(items: Iterator[Any], depth: int = 2) -> Iterator[Any]:
     """``items``, produced on a worker thread at most ``depth`` ahead of the consumer;
     an exception there is raised here."""
     done = object()
-    box: queue.Queue = queue.Queue(depth)
+    box: queue.Queue[Any] = queue.Queue(depth)
     stop = threading.Event()
 
     def produce() -> None:
@@ -742,7 +687,7 @@ def build_locally(planned: Iterator[Planned], builder: ShardBuilder, bar: Progre
             yield item, None if item.exists else builder.chunk(item.docs)
 
     with ThreadPoolExecutor(1, thread_name_prefix="chunkforge-write") as writer:
-        written: Future | None = None
+        written: Future[None] | None = None
         for item, batch in ahead(chunked()):
             if batch is None:
                 stats = shard_stats(builder.shard_dir, item)
@@ -791,7 +736,8 @@ def read_manifest(out: str | os.PathLike[str]) -> dict[str, Any]:
     """The manifest of a dataset folder written by :func:`run`."""
     path = Path(out) / MANIFEST
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return manifest
     except FileNotFoundError as exc:
         raise InputError(f"{out}: no {MANIFEST} (not a finished chunkforge dataset)") from exc
 

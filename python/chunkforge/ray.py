@@ -92,8 +92,8 @@ def connect(address: str) -> Any:
     ray = _ray()
     if not ray.is_initialized():
         try:
-            ray.init(address=None if address == "local" else address, log_to_driver=False,
-                     configure_logging=False)
+            # "local" is Ray's own word for a new local cluster (None would join the latest one started)
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise InputError(f"--ray {address}: cannot connect ({exc})") from exc
     import logging

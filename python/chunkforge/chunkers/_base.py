@@ -156,6 +156,33 @@ class BaseChunker:
         threads = check_threads(threads)
         return BatchSpans(*self._native.spans_batch(_as_list(texts), threads=threads))
 
+    # ---- the bulk job's seam: chunks with the token ids they were sized on
+
+    def chunk_batch_ids(
+        self, texts: Iterable[str], *, threads: int | None = None
+    ) -> tuple[list[list[Chunk]], list[list[np.ndarray]]] | None:
+        """:meth:`chunk_batch` and, per document, each chunk's token ids (uint32, no special
+        tokens) from the one tokenization the chunker sized it on: exactly the chunk's text
+        encoded alone, without tokenizing it again. None for a chunker without a native
+        tokenization to take them from (``CodeChunker``).
+
+        >>> chunks, ids = RecursiveChunker(max_tokens=4).chunk_batch_ids(["one two three four five"])  # doctest: +SKIP
+        >>> [len(i) for i in ids[0]] == [c.token_count for c in chunks[0]]  # doctest: +SKIP
+        True
+        """
+        native = getattr(self, "_native", None)
+        if native is None:
+            return None
+        texts = _as_list(texts)
+        doc, start, end, count, ids, bounds = native.spans_batch_ids(texts, threads=check_threads(threads))
+        chunks: list[list[Chunk]] = ChunkBatch(Chunks() for _ in texts)
+        token_ids: list[list[np.ndarray]] = [[] for _ in texts]
+        for d, s, e, n, a, b in zip(doc.tolist(), start.tolist(), end.tolist(), count.tolist(),
+                                    bounds[:-1].tolist(), bounds[1:].tolist()):
+            chunks[d].append(Chunk(texts[d][s:e], s, e, n, len(chunks[d])))
+            token_ids[d].append(ids[a:b])
+        return chunks, token_ids
+
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
         return f"{type(self).__name__}({params})"

@@ -80,8 +80,25 @@ class MarkdownChunker(BaseChunker):
     def chunk_batch(self, texts: Iterable[str], threads: int | None = None) -> list[list[Chunk]]:
         """Chunks many documents in parallel (GIL released); output in input order."""
         texts = _as_list(texts)
+        return self._chunks(texts, self._structured(texts, threads))
+
+    # ---- the bulk job's seam (see BaseChunker.chunk_batch_ids)
+
+    def chunk_batch_ids(
+        self, texts: Iterable[str], *, threads: int | None = None
+    ) -> tuple[list[list[Chunk]], list[list[np.ndarray]]]:
+        """:meth:`chunk_batch` and each chunk's token ids from the tokenization it was sized on."""
+        texts = _as_list(texts)
+        docs = self._native.structured_batch_ids(texts, threads=check_threads(threads))
+        chunks = self._chunks(texts, [(rows, sections) for rows, sections, _, _ in docs])
+        token_ids = [[ids[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())] for _, _, ids, bounds in docs]
+        return chunks, token_ids
+
+    @staticmethod
+    def _chunks(texts: list[str], structured: list[tuple[np.ndarray, list[list[str]]]]) -> list[list[Chunk]]:
+        """The Chunk lists of texts from the native rows and sections of ``structured_batch``."""
         out = ChunkBatch()
-        for text, (rows, sections) in zip(texts, self._structured(texts, threads)):
+        for text, (rows, sections) in zip(texts, structured):
             paths = [tuple(p) for p in sections]
             out.append(
                 Chunks(
