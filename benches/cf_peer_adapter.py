@@ -21,7 +21,11 @@ __version__ = chunkforge.__version__
 @cache
 def _chunker(kind: str, tokenizer_path: str, max_tokens: int):
     tok = chunkforge.Tokenizer.from_file(tokenizer_path)
-    cls = {"recursive": chunkforge.RecursiveChunker, "token": chunkforge.TokenChunker, "sentence": chunkforge.SentenceChunker}[kind]
+    cls = {
+        "recursive": chunkforge.RecursiveChunker,
+        "token": chunkforge.TokenChunker,
+        "sentence": chunkforge.SentenceChunker,
+    }[kind]
     return cls(tok, max_tokens=max_tokens)
 
 

@@ -37,7 +37,7 @@ def naive(enc: Encoder, batch: int = 32) -> Callable[[list[str]], np.ndarray]:
     def run(texts: list[str]) -> np.ndarray:
         out = []
         for start in range(0, len(texts), batch):
-            ids, mask, _, _ = enc.tokenizer.encode_padded(texts[start:start + batch], enc.max_length)
+            ids, mask, _, _ = enc.tokenizer.encode_padded(texts[start : start + batch], enc.max_length)
             out.append(enc.embed_padded(ids, mask))  # the session and pooling embed uses
         return np.concatenate(out)
 
@@ -47,7 +47,9 @@ def naive(enc: Encoder, batch: int = 32) -> Callable[[list[str]], np.ndarray]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--budget", type=int, default=None, help="max_batch_tokens (default: the encoder's, 512 on CPU)")
+    parser.add_argument(
+        "--budget", type=int, default=None, help="max_batch_tokens (default: the encoder's, 512 on CPU)"
+    )
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
 
@@ -58,9 +60,12 @@ def main() -> None:
     runs.update({f"budget_{v}": enc.embed for v, enc in encoders.items()})
     lengths = np.minimum(encoders["fp32"].tokenizer.count_batch(texts) + 2, 256)
     real_tokens = int(lengths.sum())
-    padded = sum(len(lengths[i:i + 32]) * int(lengths[i:i + 32].max()) for i in range(0, len(lengths), 32))
-    print(f"{len(texts)} texts, {real_tokens} real tokens; naive batches pad to {padded} "
-          f"(+{padded / real_tokens - 1:.0%}); {THREADS} intra-op threads, budget {args.budget}", flush=True)
+    padded = sum(len(lengths[i : i + 32]) * int(lengths[i : i + 32].max()) for i in range(0, len(lengths), 32))
+    print(
+        f"{len(texts)} texts, {real_tokens} real tokens; naive batches pad to {padded} "
+        f"(+{padded / real_tokens - 1:.0%}); {THREADS} intra-op threads, budget {args.budget}",
+        flush=True,
+    )
 
     for run in runs.values():
         run(texts[:64])
@@ -68,7 +73,7 @@ def main() -> None:
     vectors: dict[str, np.ndarray] = {}
     names = list(runs)
     for r in range(args.rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             gc.collect()
             start = time.perf_counter()
             vectors[name] = runs[name](texts)
@@ -84,10 +89,18 @@ def main() -> None:
         variant = name.split("_", 1)[1]
         on_ref = (encoders[variant].embed(ref_texts) * ref["sentence_embeddings"]).sum(1)
         on_texts = (vectors[name] * vectors["budget_fp32"]).sum(1)
-        results[name] = {"median_s": seconds, "tokens_per_s": real_tokens / seconds, "vs_naive": base / seconds,
-                         "worst_cos_reference": float(on_ref.min()), "worst_cos_fp32_2000": float(on_texts.min())}
-        print(f"{name:14s} {real_tokens / seconds:8.0f} tok/s  x{base / seconds:.2f} vs naive  "
-              f"worst cos: reference {on_ref.min():.5f}, fp32 on the 2,000 {on_texts.min():.5f}", flush=True)
+        results[name] = {
+            "median_s": seconds,
+            "tokens_per_s": real_tokens / seconds,
+            "vs_naive": base / seconds,
+            "worst_cos_reference": float(on_ref.min()),
+            "worst_cos_fp32_2000": float(on_texts.min()),
+        }
+        print(
+            f"{name:14s} {real_tokens / seconds:8.0f} tok/s  x{base / seconds:.2f} vs naive  "
+            f"worst cos: reference {on_ref.min():.5f}, fp32 on the 2,000 {on_texts.min():.5f}",
+            flush=True,
+        )
 
     query = encoders["optimized"]
     assert int(query.tokenizer.count(QUERY)) + 2 == 12
@@ -104,8 +117,11 @@ def main() -> None:
         results[f"query_{variant}"] = {"p50_ms": float(p50), "p99_ms": float(p99)}
         print(f"embed_query {variant}: p50 {p50:.2f} ms, p99 {p99:.2f} ms (200 calls)", flush=True)
     if args.json:
-        args.json.write_text(json.dumps({"real_tokens": real_tokens, "padded_naive": padded, "times": times,
-                                         "results": results}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {"real_tokens": real_tokens, "padded_naive": padded, "times": times, "results": results}, indent=1
+            )
+        )
 
 
 if __name__ == "__main__":

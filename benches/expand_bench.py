@@ -51,8 +51,9 @@ def structure_index(leaves: int) -> Index:
     trees = index._build(index._records(records))
     counts = np.cumsum([0] + [len(t.leaf_parent) for t in trees])
     labels = [np.arange(a, b, dtype=np.int64) for a, b in zip(counts[:-1], counts[1:])]
-    slots = index._expander.insert([t.native for t in trees], [x.tolist() for x in labels],
-                                   [t.doc_id for t in trees], [t.text for t in trees])
+    slots = index._expander.insert(
+        [t.native for t in trees], [x.tolist() for x in labels], [t.doc_id for t in trees], [t.text for t in trees]
+    )
     index._register(trees, labels, slots)
     return index
 
@@ -95,8 +96,10 @@ def texts(payload) -> int:
 
 
 def line(name: str, wall: list[float], cpu: list[float], extra: str = "") -> str:
-    return (f"{name:44s} wall p50 {percentiles(wall)[0]:6.1f} p99 {percentiles(wall)[1]:7.1f} us | "
-            f"cpu p50 {percentiles(cpu)[0]:6.1f} p99 {percentiles(cpu)[1]:6.1f} us{extra}")
+    return (
+        f"{name:44s} wall p50 {percentiles(wall)[0]:6.1f} p99 {percentiles(wall)[1]:7.1f} us | "
+        f"cpu p50 {percentiles(cpu)[0]:6.1f} p99 {percentiles(cpu)[1]:6.1f} us{extra}"
+    )
 
 
 def main() -> None:
@@ -111,8 +114,9 @@ def main() -> None:
     index = structure_index(args.leaves)
     print(f"structure of {len(index)} docs, {index.leaf_count} leaves in {time.perf_counter() - started:.1f} s")
     leaves = index.leaves()
-    hit_lists = [[replace(leaves[label], score=score) for label, score in q]
-                 for q in queries(index, args.queries, args.hits)]
+    hit_lists = [
+        [replace(leaves[label], score=score) for label, score in q] for q in queries(index, args.queries, args.hits)
+    ]
     gc.collect()
     gc.freeze()  # the long-lived setup objects stay out of the collector's way, as in a warmed-up server
     for name, options in POLICIES.items():
@@ -129,13 +133,13 @@ def main() -> None:
         samples: dict[str, tuple[list[float], list[float]]] = {what: ([], []) for what in calls}
         for at in range(0, len(hit_lists), 100):
             for what, call in calls.items():
-                wall, cpu = timed(call, hit_lists[at:at + 100])
+                wall, cpu = timed(call, hit_lists[at : at + 100])
                 samples[what][0].extend(wall)
                 samples[what][1].extend(cpu)
         for what, (wall, cpu) in samples.items():
             print("  " + line(what, wall, cpu))
     if args.export:
-        export(index, hit_lists[:args.export_queries], Path(args.export))
+        export(index, hit_lists[: args.export_queries], Path(args.export))
 
 
 def export(index: Index, hit_lists: list, path: Path) -> None:
@@ -146,9 +150,16 @@ def export(index: Index, hit_lists: list, path: Path) -> None:
         tree = index.tree(doc_id)
         leaves = index.leaves(doc_id)
         windows = [index.expand([h], window=2).passages[0] for h in leaves]
-        docs.append({"id": doc_id, "text": index.document(doc_id), "nodes": tree.nodes[:, :3].tolist(),
-                     "leaves": tree.leaves.tolist(), "labels": [h.leaf for h in leaves],
-                     "windows": [[w.start, w.end] for w in windows]})
+        docs.append(
+            {
+                "id": doc_id,
+                "text": index.document(doc_id),
+                "nodes": tree.nodes[:, :3].tolist(),
+                "leaves": tree.leaves.tolist(),
+                "labels": [h.leaf for h in leaves],
+                "windows": [[w.start, w.end] for w in windows],
+            }
+        )
     queries = [[[h.leaf, h.score] for h in hits] for hits in hit_lists]
     path.write_text(json.dumps({"docs": docs, "queries": queries}))
     # as benches/llamaindex_expand.py times LlamaIndex: two rounds, the second timed, the
@@ -162,8 +173,10 @@ def export(index: Index, hit_lists: list, path: Path) -> None:
             index.expand(hits, auto_merge=0.5, window=2)
             if rounds:
                 wall.append(time.perf_counter() - t0)
-    print(f"exported {len(docs)} docs, {len(queries)} queries -> {path}; on these queries "
-          f"auto_merge=0.5 window=2: wall p50 {percentiles(wall)[0]:.1f} us p99 {percentiles(wall)[1]:.1f} us")
+    print(
+        f"exported {len(docs)} docs, {len(queries)} queries -> {path}; on these queries "
+        f"auto_merge=0.5 window=2: wall p50 {percentiles(wall)[0]:.1f} us p99 {percentiles(wall)[1]:.1f} us"
+    )
 
 
 if __name__ == "__main__":

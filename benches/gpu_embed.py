@@ -43,8 +43,7 @@ def median_seconds(run: Callable[[], object], rounds: int) -> float:
 
 def session_only(enc: Encoder, texts: list[str]) -> Callable[[], None]:
     """The session runs of ``enc.embed(texts)`` on inputs tokenized beforehand."""
-    inputs = [enc.tokenizer.encode_padded([texts[i] for i in idx], enc.max_length)[:2]
-              for idx in enc.batches(texts)]
+    inputs = [enc.tokenizer.encode_padded([texts[i] for i in idx], enc.max_length)[:2] for idx in enc.batches(texts)]
 
     def run() -> None:
         for ids, mask in inputs:
@@ -64,14 +63,18 @@ def peer(texts: list[str], real: int, rounds: int, rows: list[str]) -> dict[str,
         if dtype == "fp16":
             model = model.half()
         for batch in (32, 256):
+
             def run(model: SentenceTransformer = model, batch: int = batch) -> np.ndarray:
                 out = model.encode(texts, batch_size=batch, normalize_embeddings=True, convert_to_numpy=True)
                 torch.cuda.synchronize()
                 return out
+
             seconds = median_seconds(run, rounds)
             vectors[dtype] = run()
-            rows.append(f"| sentence-transformers (PyTorch {torch.__version__}) {dtype}, batch {batch}, sorted by length "
-                        f"| {real / seconds:,.0f} | |")
+            rows.append(
+                f"| sentence-transformers (PyTorch {torch.__version__}) {dtype}, batch {batch}, sorted by length "
+                f"| {real / seconds:,.0f} | |"
+            )
             print(rows[-1], flush=True)
     return vectors
 
@@ -85,8 +88,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="also write the table (Markdown) here")
     args = parser.parse_args()
     if CUDA not in ort.get_available_providers():
-        sys.exit(f"gpu_embed.py: ONNX Runtime has no {CUDA} here (providers: {', '.join(ort.get_available_providers())}); "
-                 "install onnxruntime-gpu (instead of onnxruntime) on a machine with an NVIDIA GPU")
+        sys.exit(
+            f"gpu_embed.py: ONNX Runtime has no {CUDA} here (providers: {', '.join(ort.get_available_providers())}); "
+            "install onnxruntime-gpu (instead of onnxruntime) on a machine with an NVIDIA GPU"
+        )
 
     texts = mixed_texts() * args.repeat
     budgets = [int(b) for b in args.budgets.split(",")]
@@ -102,17 +107,23 @@ def main() -> None:
         real = int(np.minimum(enc.tokenizer.count_batch(texts) + 2, enc.max_length).sum())
         cosine = (enc.embed(ref_texts) * ref["sentence_embeddings"]).sum(1).min()
         name = "fused fp32" if variant == "optimized" else "fp16"
-        print(f"{name}: {len(texts)} texts, {real} real tokens; worst cosine to the PyTorch reference {cosine:.6f}",
-              flush=True)
+        print(
+            f"{name}: {len(texts)} texts, {real} real tokens; worst cosine to the PyTorch reference {cosine:.6f}",
+            flush=True,
+        )
         seconds = median_seconds(lambda enc=enc: naive(enc)(texts), args.rounds)
         rows.append(f"| {name}, naive batches of 32 in input order | {real / seconds:,.0f} | |")
         print(rows[-1], flush=True)
         for budget in budgets:
             enc.max_batch_tokens = budget
-            seconds = median_seconds(lambda enc=enc, variant=variant: vectors.__setitem__(variant, enc.embed(texts)), args.rounds)
+            seconds = median_seconds(
+                lambda enc=enc, variant=variant: vectors.__setitem__(variant, enc.embed(texts)), args.rounds
+            )
             device = median_seconds(session_only(enc, texts), args.rounds)
-            rows.append(f"| {name}, `embed`, max_batch_tokens {budget} | {real / seconds:,.0f} | "
-                        f"session runs alone {real / device:,.0f} tok/s; worst cosine to reference {cosine:.5f} |")
+            rows.append(
+                f"| {name}, `embed`, max_batch_tokens {budget} | {real / seconds:,.0f} | "
+                f"session runs alone {real / device:,.0f} tok/s; worst cosine to reference {cosine:.5f} |"
+            )
             print(rows[-1], flush=True)
         latencies = []
         for _ in range(220):

@@ -55,11 +55,22 @@ def main() -> None:
             summary = pipeline.run([docs], Path(tmp) / f"job-{r}", encoder=encoder, progress=False)
             job_s.append(time.perf_counter() - started)
             assert summary.tokens == tokens and summary.embedded == len(chunks)
-            print(f"round {r}: embed alone {tokens / embed_s[-1]:,.0f} tok/s, whole job {tokens / job_s[-1]:,.0f} tok/s",
-                  flush=True)
-    result = {"docs": n, "chunks": len(chunks), "tokens": tokens, "variant": args.variant, "providers": providers,
-              "embed_tok_s": tokens / min(embed_s), "job_tok_s": tokens / min(job_s),
-              "ratio": min(embed_s) / min(job_s), "embed_s": embed_s, "job_s": job_s}
+            print(
+                f"round {r}: embed alone {tokens / embed_s[-1]:,.0f} tok/s, whole job {tokens / job_s[-1]:,.0f} tok/s",
+                flush=True,
+            )
+    result = {
+        "docs": n,
+        "chunks": len(chunks),
+        "tokens": tokens,
+        "variant": args.variant,
+        "providers": providers,
+        "embed_tok_s": tokens / min(embed_s),
+        "job_tok_s": tokens / min(job_s),
+        "ratio": min(embed_s) / min(job_s),
+        "embed_s": embed_s,
+        "job_s": job_s,
+    }
     print(json.dumps(result, indent=1))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")

@@ -63,12 +63,19 @@ def main() -> None:
         late_tokens += int((np.minimum(starts + late.segment_tokens, n) - starts).sum()) + 2 * len(starts)
     best = {k: min(v) for k, v in times.items()}
     result = {
-        "docs": len(docs), "chunks": n_chunks, "doc_tokens": doc_tokens, "max_tokens": args.max_tokens,
+        "docs": len(docs),
+        "chunks": n_chunks,
+        "doc_tokens": doc_tokens,
+        "max_tokens": args.max_tokens,
         "window_overlap": args.window_overlap,
-        "plain_s": round(best["plain"], 2), "late_s": round(best["late"], 2),
-        "plain_docs_per_s": round(len(docs) / best["plain"], 2), "late_docs_per_s": round(len(docs) / best["late"], 2),
+        "plain_s": round(best["plain"], 2),
+        "late_s": round(best["late"], 2),
+        "plain_docs_per_s": round(len(docs) / best["plain"], 2),
+        "late_docs_per_s": round(len(docs) / best["late"], 2),
         "late_over_plain": round(best["late"] / best["plain"], 3),
-        "plain_model_tokens": plain_tokens, "late_model_tokens": late_tokens, "all_rounds_s": times,
+        "plain_model_tokens": plain_tokens,
+        "late_model_tokens": late_tokens,
+        "all_rounds_s": times,
     }
     print(json.dumps(result, indent=1))
     if args.json:

@@ -45,11 +45,21 @@ def main() -> None:
         ("semantic-256", semantic, "plain"),
         ("semantic-256 late", semantic, late_representation),
     ]
-    results = [ev.evaluate(corpus, queries, chunker, enc, representation=rep, k=5, budget_tokens=1000, measure=measure,
-                           name=name) for name, chunker, rep in runs]
-    header = {"command": "python benches/late_semantic_eval.py", "dataset": "tests/data/eval",
-              "model": "all-MiniLM-L6-v2 (optimized ONNX, max_length 256)", "k": 5, "budget": 1000,
-              "coverage": 0.5, "unit": "tokens"}
+    results = [
+        ev.evaluate(
+            corpus, queries, chunker, enc, representation=rep, k=5, budget_tokens=1000, measure=measure, name=name
+        )
+        for name, chunker, rep in runs
+    ]
+    header = {
+        "command": "python benches/late_semantic_eval.py",
+        "dataset": "tests/data/eval",
+        "model": "all-MiniLM-L6-v2 (optimized ONNX, max_length 256)",
+        "k": 5,
+        "budget": 1000,
+        "coverage": 0.5,
+        "unit": "tokens",
+    }
     text = ev.markdown(ev.report(results, queries, corpus, header))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)

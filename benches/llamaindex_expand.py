@@ -73,8 +73,10 @@ def main(path: str) -> None:
                 times.append(time.perf_counter() - t0)
                 sizes.append(len(nodes))
     a = np.array(times) * 1e6
-    print(f"AutoMergingRetriever + MetadataReplacementPostProcessor: p50 {np.percentile(a, 50):.1f} us  "
-          f"p99 {np.percentile(a, 99):.1f} us  ({np.mean(sizes):.1f} nodes) over {len(times)} queries")
+    print(
+        f"AutoMergingRetriever + MetadataReplacementPostProcessor: p50 {np.percentile(a, 50):.1f} us  "
+        f"p99 {np.percentile(a, 99):.1f} us  ({np.mean(sizes):.1f} nodes) over {len(times)} queries"
+    )
 
 
 if __name__ == "__main__":

@@ -48,9 +48,13 @@ def options(profile: str | None = None) -> ort.SessionOptions:
 def gemm_peak(m: int = 1024, k: int = HIDDEN, n: int = FFN, calls: int = 200) -> tuple[float, float]:
     """GFLOP/s of the best of 5 runs of ``calls`` products: (ONNX Runtime, numpy)."""
     w = numpy_helper.from_array(np.random.rand(k, n).astype(np.float32), "w")
-    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "gemm",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])], [w])
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "gemm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])],
+        [w],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     session = ort.InferenceSession(model.SerializeToString(), options(), providers=["CPUExecutionProvider"])
     x = np.random.rand(m, k).astype(np.float32)
@@ -69,9 +73,14 @@ def gemm_peak(m: int = 1024, k: int = HIDDEN, n: int = FFN, calls: int = 200) ->
 
 
 def run_all(session: ort.InferenceSession, batches: list) -> np.ndarray:
-    return np.concatenate([session.run([POOLED_OUTPUT], {"input_ids": ids, "attention_mask": mask,
-                                                         "token_type_ids": np.zeros_like(ids)})[0]
-                           for ids, mask in batches])
+    return np.concatenate(
+        [
+            session.run(
+                [POOLED_OUTPUT], {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            )[0]
+            for ids, mask in batches
+        ]
+    )
 
 
 def main() -> None:
@@ -79,36 +88,53 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=500)
     args = parser.parse_args()
     ort_rate, numpy_rate = gemm_peak()
-    print(f"fp32 GEMM 1024x{HIDDEN}x{FFN}, {THREADS} threads: ONNX Runtime {ort_rate:.0f} GFLOP/s, numpy {numpy_rate:.0f}")
+    print(
+        f"fp32 GEMM 1024x{HIDDEN}x{FFN}, {THREADS} threads: ONNX Runtime {ort_rate:.0f} GFLOP/s, numpy {numpy_rate:.0f}"
+    )
 
     plain = Encoder.default("fp32", on_overflow="truncate")
-    texts = mixed_texts()[:args.texts]
-    batches = [plain.tokenizer.encode_padded([texts[i] for i in idx], plain.max_length)[:2]
-               for idx in plain.batches(texts)]
+    texts = mixed_texts()[: args.texts]
+    batches = [
+        plain.tokenizer.encode_padded([texts[i] for i in idx], plain.max_length)[:2] for idx in plain.batches(texts)
+    ]
     real = sum(int(mask.sum()) for _, mask in batches)
     attention_macs = sum(int(mask.sum()) * mask.shape[1] * 2 * HIDDEN for _, mask in batches) * LAYERS
-    macs = {"MatMul": real * LAYERS * (HIDDEN * HIDDEN + 2 * HIDDEN * FFN),
-            "Attention": real * LAYERS * 3 * HIDDEN * HIDDEN + attention_macs}
+    macs = {
+        "MatMul": real * LAYERS * (HIDDEN * HIDDEN + 2 * HIDDEN * FFN),
+        "Attention": real * LAYERS * 3 * HIDDEN * HIDDEN + attention_macs,
+    }
 
     with tempfile.TemporaryDirectory() as tmp:
-        layouts = {"Attention (default)": {}, "MultiHeadAttention": {"use_multi_head_attention": True},
-                   "unfused": {"enable_attention": False}}
+        layouts = {
+            "Attention (default)": {},
+            "MultiHeadAttention": {"use_multi_head_attention": True},
+            "unfused": {"enable_attention": False},
+        }
         sessions = {}
         for name, settings in layouts.items():
             fusion = FusionOptions("bert")
             for key, value in settings.items():
                 setattr(fusion, key, value)
-            fused = optimizer.optimize_model(str(plain.graph), model_type="bert", num_heads=12, hidden_size=HIDDEN,
-                                             use_gpu=False, opt_level=0, optimization_options=fusion)
+            fused = optimizer.optimize_model(
+                str(plain.graph),
+                model_type="bert",
+                num_heads=12,
+                hidden_size=HIDDEN,
+                use_gpu=False,
+                opt_level=0,
+                optimization_options=fusion,
+            )
             path = Path(tmp) / f"{len(sessions)}.onnx"
             fused.save_model_to_file(str(path))
             model = _with_pooled_output(_load_graph(path), plain._output, "mean", True)
             disabled = {"disabled_optimizers": ["AttentionFusion"]} if name == "unfused" else {}
             sessions[name] = ort.InferenceSession(model, options(), providers=["CPUExecutionProvider"], **disabled)
 
-        profiled = ort.InferenceSession(_with_pooled_output(_load_graph(Path(tmp) / "0.onnx"), plain._output,
-                                                            "mean", True),
-                                        options(str(Path(tmp) / "profile")), providers=["CPUExecutionProvider"])
+        profiled = ort.InferenceSession(
+            _with_pooled_output(_load_graph(Path(tmp) / "0.onnx"), plain._output, "mean", True),
+            options(str(Path(tmp) / "profile")),
+            providers=["CPUExecutionProvider"],
+        )
         run_all(profiled, batches)
         events = json.loads(Path(profiled.end_profiling()).read_text())
         by_op: collections.Counter[str] = collections.Counter()

@@ -30,7 +30,7 @@ def overlap_stats(chunker, docs, tokenizer) -> tuple[int, list[int]]:
                 continue
             pairs += 1
             if b.start < a.end:
-                sizes.append(tokenizer.count(text[b.start:a.end]))
+                sizes.append(tokenizer.count(text[b.start : a.end]))
     return pairs, sizes
 
 
@@ -48,10 +48,16 @@ def main() -> None:
         by_syntax.setdefault(syntax_for_path(r["id"]) or "markdown", []).append(r["text"])
     rows = [("recursive", chunkforge.RecursiveChunker(tok, args.max_tokens, overlap=args.overlap), docs)]
     rows += [
-        (f"markdown (syntax={syntax})", chunkforge.MarkdownChunker(tok, args.max_tokens, overlap=args.overlap, syntax=syntax), texts)
+        (
+            f"markdown (syntax={syntax})",
+            chunkforge.MarkdownChunker(tok, args.max_tokens, overlap=args.overlap, syntax=syntax),
+            texts,
+        )
         for syntax, texts in sorted(by_syntax.items())
     ]
-    rows.append(("sentence (overlap_sentences=2)", chunkforge.SentenceChunker(tok, args.max_tokens, overlap_sentences=2), docs))
+    rows.append(
+        ("sentence (overlap_sentences=2)", chunkforge.SentenceChunker(tok, args.max_tokens, overlap_sentences=2), docs)
+    )
     print(f"max_tokens={args.max_tokens} overlap={args.overlap}, {len(docs)} docs")
     print("| chunker | adjacent pairs | overlapping | overlap tokens p10 / p50 / p90 / max |")
     print("| --- | ---: | ---: | --- |")

@@ -78,8 +78,10 @@ def main() -> None:
         t3 = time.perf_counter()
         stages["embed"].append(t2 - t1)
         stages["query"].append(t3 - t2)
-    print(f"{index!r}: built in {build:.1f} s ({build_cpu:.1f} s CPU, random vectors), peak RSS {rss / 1024:.0f} MB "
-          f"(+{(rss - rss0) / 1024:.0f} MB over the loaded encoder); {len(questions)} queries")
+    print(
+        f"{index!r}: built in {build:.1f} s ({build_cpu:.1f} s CPU, random vectors), peak RSS {rss / 1024:.0f} MB "
+        f"(+{(rss - rss0) / 1024:.0f} MB over the loaded encoder); {len(questions)} queries"
+    )
     for name, samples in stages.items():
         a = np.array(samples) * 1e3
         print(f"{name:6s} p50 {np.percentile(a, 50):7.2f} ms  p99 {np.percentile(a, 99):7.2f} ms")

@@ -74,8 +74,10 @@ def main() -> None:
     if args.save_query:
         out = {}
         for b in BUDGETS:
-            payloads = [[Span(x.doc_id, x.start, x.end) for x in index.query(q.query, budget_tokens=b).passages]
-                        for q in lab.queries]
+            payloads = [
+                [Span(x.doc_id, x.start, x.end) for x in index.query(q.query, budget_tokens=b).passages]
+                for q in lab.queries
+            ]
             out[str(b)] = lab.recall(payloads)
         np.savez(args.save_query, **out)
         print({b: round(float(np.nanmean(v)) * 100, 1) for b, v in out.items()})
@@ -104,9 +106,14 @@ def main() -> None:
     def mean(r: np.ndarray, mask: np.ndarray) -> float:
         return float(np.nanmean(r[mask])) * 100
 
-    lines = ["| pipeline | " + " | ".join(f"{h} @{b}" for b in BUDGETS for h in halves) + " | "
-             + " | ".join(f"{g} @1000 (test)" for g in genres) + " |",
-             "|---" * (1 + 2 * len(BUDGETS) + len(genres)) + "|"]
+    lines = [
+        "| pipeline | "
+        + " | ".join(f"{h} @{b}" for b in BUDGETS for h in halves)
+        + " | "
+        + " | ".join(f"{g} @1000 (test)" for g in genres)
+        + " |",
+        "|---" * (1 + 2 * len(BUDGETS) + len(genres)) + "|",
+    ]
     for name, by in rows.items():
         cells = [f"{mean(by[b], m):.1f}" for b in BUDGETS for m in halves.values()]
         cells += [f"{mean(by[1000], halves['test'] & (lab.genre == g)):.1f}" for g in genres]
@@ -114,8 +121,10 @@ def main() -> None:
 
     rec = rows["Index.query (recommended)"]
     test = halves["test"]
-    ci_lines = ["| recommended minus | " + " | ".join(f"@{b}: mean [95% CI]" for b in BUDGETS) + " |",
-                "|---" * (1 + len(BUDGETS)) + "|"]
+    ci_lines = [
+        "| recommended minus | " + " | ".join(f"@{b}: mean [95% CI]" for b in BUDGETS) + " |",
+        "|---" * (1 + len(BUDGETS)) + "|",
+    ]
     verdicts = []
     for name in [*baselines, *[n for n in rows if n not in baselines and n != "Index.query (recommended)"]]:
         cells = []
@@ -126,48 +135,60 @@ def main() -> None:
                 verdicts.append(lo > 0)
         ci_lines.append(f"| {name} | " + " | ".join(cells) + " |")
     best = {b: max(baselines, key=lambda n: mean(rows[n][b], test)) for b in BUDGETS}
-    genre_lines = ["| genre | n (test) | " + " | ".join(f"recommended @{b} | best baseline @{b} | diff [95% CI]"
-                                                          for b in BUDGETS) + " |",
-                   "|---" * (2 + 3 * len(BUDGETS)) + "|"]
+    genre_lines = [
+        "| genre | n (test) | "
+        + " | ".join(f"recommended @{b} | best baseline @{b} | diff [95% CI]" for b in BUDGETS)
+        + " |",
+        "|---" * (2 + 3 * len(BUDGETS)) + "|",
+    ]
     for g in genres:
         m = test & (lab.genre == g)
         cells = []
         for b in BUDGETS:
             top = max(baselines, key=lambda n: mean(rows[n][b], m))
             d, lo, hi = bootstrap(rec[b][m], rows[top][b][m])
-            cells += [f"{mean(rec[b], m):.1f}", f"{mean(rows[top][b], m):.1f} ({top})",
-                      f"{d * 100:+.1f} [{lo * 100:+.1f}, {hi * 100:+.1f}]"]
+            cells += [
+                f"{mean(rec[b], m):.1f}",
+                f"{mean(rows[top][b], m):.1f} ({top})",
+                f"{d * 100:+.1f} [{lo * 100:+.1f}, {hi * 100:+.1f}]",
+            ]
         n = int((m & ~np.isnan(rec[1000])).sum())
         genre_lines.append(f"| {g} | {n} | " + " | ".join(cells) + " |")
     answerable = int((test & ~np.isnan(rec[1000])).sum())
-    verdict = (f"On the test half ({answerable} answerable questions) the recommended policy is ahead of "
-               f"{sum(verdicts)} of {len(verdicts)} baseline/budget pairs outside the paired 95% CI; the best "
-               f"baselines are {best[500]} at 500 tokens and {best[1000]} at 1,000.")
-    text = "\n".join([
-        "<!-- Written by benches/retrieval_eval.py (issue 14). -->",
-        "# Retrieval policies on the dev set",
-        "",
-        (f"`benches/devset`: {len(lab.corpus)} documents, {len(lab.queries)} questions "
-         f"({int((~np.isnan(rec[1000])).sum())} answerable), five genres. Evidence-token recall (%) of payloads "
-         f"of at most 500 and 1,000 tokens, means over answerable questions. `Index.build` with the defaults: "
-         f"{index!r}, built in {build_s:.0f} s. Run in {time.perf_counter() - started:.0f} s on the shared "
-         "2-core machine:"),
-        "",
-        ("    python benches/retrieval_eval.py " + " ".join(sys.argv[1:])).rstrip(),
-        "",
-        *lines,
-        "",
-        "## Test half: recommended policy against each pipeline (paired bootstrap)",
-        "",
-        *ci_lines,
-        "",
-        "## Test half, per genre: recommended against that genre's best baseline",
-        "",
-        *genre_lines,
-        "",
-        verdict,
-        "",
-    ])
+    verdict = (
+        f"On the test half ({answerable} answerable questions) the recommended policy is ahead of "
+        f"{sum(verdicts)} of {len(verdicts)} baseline/budget pairs outside the paired 95% CI; the best "
+        f"baselines are {best[500]} at 500 tokens and {best[1000]} at 1,000."
+    )
+    text = "\n".join(
+        [
+            "<!-- Written by benches/retrieval_eval.py (issue 14). -->",
+            "# Retrieval policies on the dev set",
+            "",
+            (
+                f"`benches/devset`: {len(lab.corpus)} documents, {len(lab.queries)} questions "
+                f"({int((~np.isnan(rec[1000])).sum())} answerable), five genres. Evidence-token recall (%) of payloads "
+                f"of at most 500 and 1,000 tokens, means over answerable questions. `Index.build` with the defaults: "
+                f"{index!r}, built in {build_s:.0f} s. Run in {time.perf_counter() - started:.0f} s on the shared "
+                "2-core machine:"
+            ),
+            "",
+            ("    python benches/retrieval_eval.py " + " ".join(sys.argv[1:])).rstrip(),
+            "",
+            *lines,
+            "",
+            "## Test half: recommended policy against each pipeline (paired bootstrap)",
+            "",
+            *ci_lines,
+            "",
+            "## Test half, per genre: recommended against that genre's best baseline",
+            "",
+            *genre_lines,
+            "",
+            verdict,
+            "",
+        ]
+    )
     print(text)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")

@@ -102,8 +102,7 @@ class Lab:
             index.index(bm25s.tokenize(u.texts, stopwords="en", show_progress=False), show_progress=False)
             self._bm25[u.name] = (index, index.vocab_dict)
         index, vocab = self._bm25[u.name]
-        tokens = bm25s.tokenize([q.query for q in self.queries], stopwords="en", show_progress=False,
-                                return_ids=False)
+        tokens = bm25s.tokenize([q.query for q in self.queries], stopwords="en", show_progress=False, return_ids=False)
         out = np.zeros((len(self.queries), len(u.texts)), np.float32)
         for qi, toks in enumerate(tokens):
             toks = [t for t in toks if t in vocab]

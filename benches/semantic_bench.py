@@ -46,8 +46,11 @@ def llamaindex_chunks(docs: list[str], enc: object) -> list[list[str]]:
             return self._get_query_embedding(query)
 
     splitter = SemanticSplitterNodeParser.from_defaults(
-        embed_model=ChunkforgeEmbedding(embed_batch_size=2048), buffer_size=1, breakpoint_percentile_threshold=95,
-        include_metadata=False, include_prev_next_rel=False,
+        embed_model=ChunkforgeEmbedding(embed_batch_size=2048),
+        buffer_size=1,
+        breakpoint_percentile_threshold=95,
+        include_metadata=False,
+        include_prev_next_rel=False,
     )
     return [[n.get_content() for n in splitter.get_nodes_from_documents([Document(text=d)])] for d in docs]
 
@@ -60,7 +63,10 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.llamaindex:  # chunkforge and onnxruntime from the main environment, after the venv's own packages
-        sys.path += [str(ROOT / "python"), f"{sys.base_prefix}/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"]
+        sys.path += [
+            str(ROOT / "python"),
+            f"{sys.base_prefix}/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages",
+        ]
     from chunkforge import Encoder, SemanticChunker
 
     with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
@@ -75,9 +81,14 @@ def main() -> None:
     seconds = time.perf_counter() - start
     counts = [enc.tokenizer.count(t) for doc in texts for t in doc]
     result = {
-        "splitter": name, "docs": len(docs), "doc_tokens": int(enc.tokenizer.count_batch(docs).sum()),
-        "seconds": round(seconds, 2), "docs_per_s": round(len(docs) / seconds, 3), "chunks": len(counts),
-        "mean_chunk_tokens": round(sum(counts) / len(counts), 1), "max_chunk_tokens": max(counts),
+        "splitter": name,
+        "docs": len(docs),
+        "doc_tokens": int(enc.tokenizer.count_batch(docs).sum()),
+        "seconds": round(seconds, 2),
+        "docs_per_s": round(len(docs) / seconds, 3),
+        "chunks": len(counts),
+        "mean_chunk_tokens": round(sum(counts) / len(counts), 1),
+        "max_chunk_tokens": max(counts),
         f"share_over_{args.max_tokens}": round(sum(c > args.max_tokens for c in counts) / len(counts), 4),
     }
     print(json.dumps(result, indent=1))

@@ -62,7 +62,9 @@ def main() -> None:
         chunks = outputs[name]
         n = sum(map(len, chunks))
         with_path = sum(bool(c.heading_path) for cs in chunks for c in cs)
-        print(f"| {name} | {n} | {crossing_share(chunks, texts):.2%} | {with_path / n:.1%} | {mb / min(timings[name]):.1f} |")
+        print(
+            f"| {name} | {n} | {crossing_share(chunks, texts):.2%} | {with_path / n:.1%} | {mb / min(timings[name]):.1f} |"
+        )
     print(f"throughput ratio recursive/markdown: {min(timings['markdown']) / min(timings['recursive']):.2f}x")
 
 

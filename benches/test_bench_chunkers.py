@@ -76,7 +76,9 @@ def test_spans_batch_threads(benchmark, threads):
 @pytest.mark.benchmark(group="linearity: one word without separators")
 def test_long_word(benchmark, mb):
     word = "abcdefghij" * (100_000 * mb)
-    chunker = chunkforge.RecursiveChunker(chunkforge.Tokenizer.from_file(DATA / "bytelevel-bpe-8k.tokenizer.json"), max_tokens=512)
+    chunker = chunkforge.RecursiveChunker(
+        chunkforge.Tokenizer.from_file(DATA / "bytelevel-bpe-8k.tokenizer.json"), max_tokens=512
+    )
     benchmark.pedantic(chunker.spans, args=(word,), rounds=2)
 
 

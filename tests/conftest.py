@@ -18,7 +18,9 @@ import chunkforge
 
 DATA = Path(__file__).parent / "data"
 # Unicode White_Space, what chunks are trimmed of (Python's isspace adds \x1c-\x1f)
-WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+WHITE_SPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+)
 PACKAGE_DATA = Path(chunkforge.__file__).parent / "data"
 TOKENIZER_FILES = {
     "wordpiece": PACKAGE_DATA / "all-MiniLM-L6-v2.tokenizer.json",

@@ -26,9 +26,14 @@ TEXT = "# Guide\n\nFirst paragraph here. Another sentence.\n\n## Install\n\nRun 
 
 
 def shipped() -> list[object]:
-    out = [TokenChunker(max_tokens=16), RecursiveChunker(max_tokens=16), SentenceChunker(max_tokens=16),
-           MarkdownChunker(max_tokens=16), HierarchicalChunker(levels=(32, 8)),
-           ContextAwareChunker(MarkdownChunker(max_tokens=32))]
+    out = [
+        TokenChunker(max_tokens=16),
+        RecursiveChunker(max_tokens=16),
+        SentenceChunker(max_tokens=16),
+        MarkdownChunker(max_tokens=16),
+        HierarchicalChunker(levels=(32, 8)),
+        ContextAwareChunker(MarkdownChunker(max_tokens=32)),
+    ]
     try:
         out.append(CodeChunker(language="python", max_tokens=16))
     except ImportError:
@@ -51,12 +56,15 @@ def test_semantic_chunker_satisfies_the_protocol():
     assert all(hasattr(chunkforge.SemanticChunker, m) for m in ("chunk", "chunk_batch", "spans", "spans_batch"))
 
 
-@pytest.mark.parametrize("make, positional, keywords", [
-    (MarkdownChunker, (None, 256, 32), {"min_tokens": 32}),
-    (RecursiveChunker, (None, 64, 8), {"overlap": 8}),
-    (TokenChunker, (None, 64, 8), {"overlap": 8}),
-    (SentenceChunker, (None, 64, 1), {"overlap_sentences": 1}),
-])
+@pytest.mark.parametrize(
+    "make, positional, keywords",
+    [
+        (MarkdownChunker, (None, 256, 32), {"min_tokens": 32}),
+        (RecursiveChunker, (None, 64, 8), {"overlap": 8}),
+        (TokenChunker, (None, 64, 8), {"overlap": 8}),
+        (SentenceChunker, (None, 64, 1), {"overlap_sentences": 1}),
+    ],
+)
 def test_positional_parameters_after_max_tokens_are_deprecated(make, positional, keywords):
     with pytest.warns(DeprecationWarning, match="by keyword"):
         old = make(*positional)
@@ -91,7 +99,9 @@ def test_chunks_score_directly_with_their_doc_id():
     assert from_chunks.recall.tolist() == from_spans.recall.tolist() == [1.0]
 
 
-@pytest.mark.parametrize("argv", [["query", "INDEX", "q"], ["eval", "--corpus", "c", "--queries", "q", "--config", "t"]])
+@pytest.mark.parametrize(
+    "argv", [["query", "INDEX", "q"], ["eval", "--corpus", "c", "--queries", "q", "--config", "t"]]
+)
 def test_old_budget_flag_is_a_hidden_deprecated_alias(argv, capsys):
     from chunkforge.cli import build_parser
 

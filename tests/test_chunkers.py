@@ -14,16 +14,60 @@ from chunkforge import RecursiveChunker, SentenceChunker, TokenChunker
 from conftest import WHITE_SPACE, cf_tokenizer, corpus, hf_count
 
 PIECES = [
-    "Hello", "world", "the", "kernel", "scheduler's", "naïve", "café", "3.14", "e.g.", "Dr.",
-    "😀", "👍🏽", "👨‍👩‍👧", "中文字符", "日本語。", "한국어", "e\u0301", "\u0301", "עברית", "مرحبا",
-    "\r\n", "\n", "\n\n", "\t", " ", "  ", "\x00", "\x0b", ".", ",", ";", "!", "?", "...", "—",
-    "unbelievably", "antidisestablishmentarianism", "x" * 120, "ab" * 40, "a.b.c.d.e.f",
-    "[CLS]", "<|endoftext|>", "```", "|---|", "it’s", "“quoted”", "\u200b", "\u00ad", "İ",
+    "Hello",
+    "world",
+    "the",
+    "kernel",
+    "scheduler's",
+    "naïve",
+    "café",
+    "3.14",
+    "e.g.",
+    "Dr.",
+    "😀",
+    "👍🏽",
+    "👨‍👩‍👧",
+    "中文字符",
+    "日本語。",
+    "한국어",
+    "e\u0301",
+    "\u0301",
+    "עברית",
+    "مرحبا",
+    "\r\n",
+    "\n",
+    "\n\n",
+    "\t",
+    " ",
+    "  ",
+    "\x00",
+    "\x0b",
+    ".",
+    ",",
+    ";",
+    "!",
+    "?",
+    "...",
+    "—",
+    "unbelievably",
+    "antidisestablishmentarianism",
+    "x" * 120,
+    "ab" * 40,
+    "a.b.c.d.e.f",
+    "[CLS]",
+    "<|endoftext|>",
+    "```",
+    "|---|",
+    "it’s",
+    "“quoted”",
+    "\u200b",
+    "\u00ad",
+    "İ",
 ]
 
-adversarial_text = st.lists(
-    st.one_of(st.sampled_from(PIECES), st.text(max_size=12)), max_size=120
-).map(lambda parts: " ".join(parts) if len(parts) % 3 else "".join(parts))
+adversarial_text = st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=12)), max_size=120).map(
+    lambda parts: " ".join(parts) if len(parts) % 3 else "".join(parts)
+)
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -54,7 +98,9 @@ def check_chunks(kind: str, text: str, chunks, max_tokens: int, *, coverage: boo
 def test_recursive_properties(text, max_tokens, overlap, min_tokens):
     overlap = min(overlap, max_tokens - 1)
     for kind in ("wordpiece", "bpe"):
-        chunks = make(kind, RecursiveChunker, max_tokens=max_tokens, overlap=overlap, min_tokens=min(min_tokens, max_tokens)).chunk(text)
+        chunks = make(
+            kind, RecursiveChunker, max_tokens=max_tokens, overlap=overlap, min_tokens=min(min_tokens, max_tokens)
+        ).chunk(text)
         check_chunks(kind, text, chunks, max_tokens, coverage=True)
         for a, b in zip(chunks, chunks[1:]):
             if b.start < a.end:
@@ -103,7 +149,11 @@ def test_token_windows_are_full_on_real_text(kind):
 def test_real_documents_all_strategies(kind):
     for doc in corpus()[:12]:
         text = doc["text"]
-        for cls, params in [(RecursiveChunker, {"overlap": 16}), (SentenceChunker, {"overlap_sentences": 1}), (TokenChunker, {"overlap": 16})]:
+        for cls, params in [
+            (RecursiveChunker, {"overlap": 16}),
+            (SentenceChunker, {"overlap_sentences": 1}),
+            (TokenChunker, {"overlap": 16}),
+        ]:
             chunks = make(kind, cls, max_tokens=128, **params).chunk(text)
             check_chunks(kind, text, chunks, 128, coverage=cls is not TokenChunker)
 
@@ -202,7 +252,9 @@ def test_accepts_tokenizer_forms():
     expected = RecursiveChunker(cf_tokenizer("bpe"), max_tokens=3).chunk(text)
     assert RecursiveChunker(str(TOKENIZER_FILES["bpe"]), max_tokens=3).chunk(text) == expected
     assert RecursiveChunker(hf_tokenizer("bpe"), max_tokens=3).chunk(text) == expected
-    assert RecursiveChunker(max_tokens=3)(text) == RecursiveChunker(chunkforge.Tokenizer.default(), max_tokens=3).chunk(text)
+    assert RecursiveChunker(max_tokens=3)(text) == RecursiveChunker(chunkforge.Tokenizer.default(), max_tokens=3).chunk(
+        text
+    )
 
 
 @PROPERTY

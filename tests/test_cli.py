@@ -13,10 +13,7 @@ import pytest
 import chunkforge
 from chunkforge.cli import main
 
-TEXT_A = (
-    "# Title\n\nFirst paragraph of the doc. It has two sentences.\n\n"
-    "Second paragraph, ünïcode — ok.\r\nLast line."
-)
+TEXT_A = "# Title\n\nFirst paragraph of the doc. It has two sentences.\n\nSecond paragraph, ünïcode — ok.\r\nLast line."
 TEXT_B = "Dr. Smith arrived. He sat down. Then he left the room without a word."
 TEXT_C = "A reStructuredText file.\n=====\n\nWith a body that goes on for a while, longer than the limit."
 
@@ -92,7 +89,7 @@ def test_jsonl_with_and_without_ids(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_jsonl_gz_and_blank_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "in.jsonl.gz"
-    lines = f'{json.dumps({"id": "x", "text": TEXT_C})}\n\n{json.dumps({"text": TEXT_B})}\n'
+    lines = f"{json.dumps({'id': 'x', 'text': TEXT_C})}\n\n{json.dumps({'text': TEXT_B})}\n"
     path.write_bytes(gzip.compress(lines.encode()))
     code, records, _ = run_cli(capsys, str(path), "--max-tokens", "10")
     assert code == 0
@@ -147,7 +144,7 @@ def test_out_is_atomic_on_bad_input(tree: Path, tmp_path: Path, capsys: pytest.C
         ('{"id": "a"}\n', 'bad.jsonl:1: record has no "text"'),
         ('{"text": 3}\n', 'bad.jsonl:1: "text" must be a string, not int'),
         ('["text"]\n', "bad.jsonl:1: expected a JSON object, got list"),
-        ('{"text": "a\\ud800b"}\n', "bad.jsonl:1: \"text\" holds a lone surrogate"),
+        ('{"text": "a\\ud800b"}\n', 'bad.jsonl:1: "text" holds a lone surrogate'),
     ],
 )
 def test_bad_jsonl_lines(lines: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -112,11 +112,18 @@ def test_empty_input(tmp_path: Path, model_cache: Path) -> None:
         (["CHUNKS", "--out", "v.csv"], "--out v.csv: expected a .parquet or .npy file"),
         (["CHUNKS", "--out", "v.npy", "--model", "nowhere"], "--model nowhere: model folder not found"),
         (["CHUNKS", "--out", "v.npy", "--threads", "0"], "--threads must be >= 1"),
-        (["CHUNKS", "--out", "v.npy", "--on-overflow", "error", "--model", "default"], "chunks 0-40: texts[40] has 302 tokens, more than max_length=256"),
+        (
+            ["CHUNKS", "--out", "v.npy", "--on-overflow", "error", "--model", "default"],
+            "chunks 0-40: texts[40] has 302 tokens, more than max_length=256",
+        ),
     ],
 )
 def test_bad_arguments_exit_2(
-    args: list[str], message: str, chunks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    message: str,
+    chunks: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)

@@ -54,7 +54,7 @@ def describe(shape: Rectangle) -> str:
 if __name__ == "__main__":
     print(describe(Rectangle(2, 3)))
 ''',
-    "javascript": '''import { hypot } from "./math.js";
+    "javascript": """import { hypot } from "./math.js";
 const UNIT = "cm";
 
 // A shape with a name ✏️
@@ -80,8 +80,8 @@ function describe(shape) {
 
 const square = (x) => x * x;
 export default describe;
-''',
-    "typescript": '''import { Shape } from "./shape";
+""",
+    "typescript": """import { Shape } from "./shape";
 
 type Unit = "cm" | "mm";
 
@@ -108,8 +108,8 @@ export function describe(r: Rectangle, unit: Unit = "cm"): string {
 }
 
 enum Color { Red, Green, Blue }
-''',
-    "tsx": '''import React from "react";
+""",
+    "tsx": """import React from "react";
 
 interface Props {
   title: string;
@@ -124,8 +124,8 @@ export const List = ({ items }: { items: string[] }) => (
     {items.map((i) => <li key={i}>{i}</li>)}
   </ul>
 );
-''',
-    "rust": '''use std::fmt;
+""",
+    "rust": """use std::fmt;
 use std::collections::HashMap;
 
 /// A rectangle, in centimetres (naïve).
@@ -163,8 +163,8 @@ fn main() {
     seen.insert("r".into(), Rectangle::new(2.0, 3.0).area());
     println!("{:?} 🦀", seen);
 }
-''',
-    "go": '''package shapes
+""",
+    "go": """package shapes
 
 import (
 	"fmt"
@@ -192,8 +192,8 @@ func (r Rectangle) Diagonal() float64 {
 func Describe(r Rectangle) string {
 	return fmt.Sprintf("%v × %v %s", r.Width, r.Height, Unit)
 }
-''',
-    "java": '''package org.example.shapes;
+""",
+    "java": """package org.example.shapes;
 
 import java.util.List;
 import java.util.ArrayList;
@@ -224,7 +224,7 @@ public class Rectangle implements Shape {
 
     enum Side { TOP, BOTTOM; Side opposite() { return this == TOP ? BOTTOM : TOP; } }
 }
-''',
+""",
 }
 
 # A definition of each source that fits in 64 tokens, with its leading comment
@@ -314,7 +314,11 @@ def test_include_imports(language):
 def test_whole_file_in_one_chunk_when_units_fit():
     chunks = CodeChunker(language="go", max_tokens=4096).chunk(SOURCES["go"])
     assert [c.heading_path for c in chunks] == [
-        (), ("Rectangle",), ("Rectangle", "Area"), ("Rectangle", "Diagonal"), ("Describe",)
+        (),
+        ("Rectangle",),
+        ("Rectangle", "Area"),
+        ("Rectangle", "Diagonal"),
+        ("Describe",),
     ]
     assert chunks[0].text.startswith("package shapes") and chunks[0].text.endswith('const Unit = "cm"')
     assert chunks[1].text.startswith("// Rectangle is a rectangle.")
@@ -415,14 +419,17 @@ def test_batch_and_spans_match_chunk():
 
 
 def test_language_for_path():
-    assert [language_for_path(p) for p in ("a.py", "b.js", "c.mjs", "d.cjs", "e.jsx", "f.ts", "g.tsx", "h.rs", "i.go", "J.JAVA")] == [
-        "python", "javascript", "javascript", "javascript", "javascript", "typescript", "tsx", "rust", "go", "java"
-    ]
+    assert [
+        language_for_path(p)
+        for p in ("a.py", "b.js", "c.mjs", "d.cjs", "e.jsx", "f.ts", "g.tsx", "h.rs", "i.go", "J.JAVA")
+    ] == ["python", "javascript", "javascript", "javascript", "javascript", "typescript", "tsx", "rust", "go", "java"]
     assert language_for_path("README.md") is None and language_for_path("Makefile") is None
 
 
 def test_bad_parameters():
-    with pytest.raises(ValueError, match="language must be one of python, javascript, typescript, tsx, rust, go, java; got 'cobol'"):
+    with pytest.raises(
+        ValueError, match="language must be one of python, javascript, typescript, tsx, rust, go, java; got 'cobol'"
+    ):
         CodeChunker(language="cobol")
     with pytest.raises(ValueError, match="language must be one of"):
         CodeChunker()
@@ -434,7 +441,9 @@ def test_bad_parameters():
         CodeChunker(language="go").chunk(b"package main")
     with pytest.raises(ValueError, match="threads"):
         CodeChunker(language="go").chunk_batch(["package main"], threads=0)
-    assert repr(CodeChunker(language="Go", max_tokens=9)).endswith("language='go', max_tokens=9, include_imports=False)")
+    assert repr(CodeChunker(language="Go", max_tokens=9)).endswith(
+        "language='go', max_tokens=9, include_imports=False)"
+    )
 
 
 def test_missing_grammar_names_the_extra(monkeypatch):

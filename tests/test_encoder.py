@@ -34,7 +34,7 @@ MODEL_DIR = Path(minilm.get_model_path())
 
 
 def ref_rows(key: str, i: int) -> np.ndarray:
-    return REF[key][SPLITS[i]:SPLITS[i + 1]]
+    return REF[key][SPLITS[i] : SPLITS[i + 1]]
 
 
 @pytest.fixture(scope="session")
@@ -173,7 +173,9 @@ def test_from_dir_reads_the_sentence_transformers_layout(tmp_path: Path, model_c
     assert (enc.max_length, enc.pooling, enc.normalize) == (256, "mean", True)
     assert (enc.embed(TEXTS) * REF["sentence_embeddings"]).sum(1).min() >= 0.99999
     (folder / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": True}))
-    (folder / "modules.json").write_text(json.dumps([{"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (folder / "modules.json").write_text(
+        json.dumps([{"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])
+    )
     (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 128}))
     enc = Encoder.from_dir(folder)
     assert (enc.max_length, enc.pooling, enc.normalize) == (128, "cls", False)
@@ -188,8 +190,14 @@ def test_from_dir_reads_weights_stored_as_external_data(tmp_path: Path, model_ca
     them on disk for ONNX Runtime rather than loading them into the graph it edits."""
     plain = ensure_variant(MODEL_DIR, "fp32")
     folder = model_folder(tmp_path, b"")
-    onnx.save_model(onnx.load(str(plain)), str(folder / "model.onnx"), save_as_external_data=True,
-                    all_tensors_to_one_file=True, location="model.onnx.data", size_threshold=1024)
+    onnx.save_model(
+        onnx.load(str(plain)),
+        str(folder / "model.onnx"),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="model.onnx.data",
+        size_threshold=1024,
+    )
     assert (folder / "model.onnx").stat().st_size < 1_000_000 < (folder / "model.onnx.data").stat().st_size
     vectors = Encoder.from_dir(folder, on_overflow="truncate").embed(TEXTS)
     assert (vectors * REF["sentence_embeddings"]).sum(1).min() >= 0.99999
@@ -236,13 +244,17 @@ def test_pooling_added_to_any_graph_matches_pooling_its_token_states(
     before opset 13, an input after) equals pooling the graph's own token states."""
     table = onnx.numpy_helper.from_array(np.random.default_rng(0).normal(size=(30522, 4)).astype(np.float32), "table")
     graph = helper.make_graph(
-        [helper.make_node("Gather", ["table", "input_ids"], ["states"])], "tiny",
+        [helper.make_node("Gather", ["table", "input_ids"], ["states"])],
+        "tiny",
         [helper.make_tensor_value_info(n, TensorProto.INT64, ["b", "s"]) for n in ("input_ids", "attention_mask")],
-        [helper.make_tensor_value_info("states", TensorProto.FLOAT, ["b", "s", 4])], [table])
+        [helper.make_tensor_value_info("states", TensorProto.FLOAT, ["b", "s", 4])],
+        [table],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
-    enc = Encoder.from_dir(model_folder(tmp_path, model.SerializeToString()), pooling=pooling, normalize=normalize,
-                           max_batch_tokens=8)
+    enc = Encoder.from_dir(
+        model_folder(tmp_path, model.SerializeToString()), pooling=pooling, normalize=normalize, max_batch_tokens=8
+    )
     texts = ["a much longer text than the others, in its own batch", "two words", "", "short one"]
     expected = []
     for tokens in enc.token_embeddings(texts):

@@ -93,8 +93,13 @@ def test_from_pretrained_refuses_other_architectures_clearly(tmp_path):
 def test_chunkers_default_to_the_encoder_window(enc):
     window = enc.max_length - sum(enc.special_token_counts)
     assert window == 254 == enc.tokenizer.window
-    for chunker in (RecursiveChunker(enc.tokenizer), RecursiveChunker(enc), SentenceChunker(enc.tokenizer),
-                    TokenChunker(enc), MarkdownChunker(enc.tokenizer)):
+    for chunker in (
+        RecursiveChunker(enc.tokenizer),
+        RecursiveChunker(enc),
+        SentenceChunker(enc.tokenizer),
+        TokenChunker(enc),
+        MarkdownChunker(enc.tokenizer),
+    ):
         assert chunker.max_tokens == window
     assert RecursiveChunker().max_tokens == 512  # a bare tokenizer knows no window
     assert RecursiveChunker(enc, max_tokens=100).max_tokens == 100

@@ -42,6 +42,7 @@ def check(scores: ev.Scores, i: int = 0, **expected: float) -> None:
 
 # ------------------------------------------------------------ metrics, by hand
 
+
 def test_overlapping_evidence_is_merged_once():
     m = chars(("a", "x" * 40))
     s = score([q(Span("a", 0, 10), Span("a", 5, 15))], [[Span("a", 0, 15)]], m)
@@ -112,7 +113,14 @@ def test_tokens_are_the_documents_tokens():
     text = "Hello, world! Bye now."
     m = SpanMeasure([Document("a", text)])
     assert [text[s:e] for s, e in chunkforge.Tokenizer.default().encode_offsets(text).offsets.tolist()] == [
-        "Hello", ",", "world", "!", "Bye", "now", "."]
+        "Hello",
+        ",",
+        "world",
+        "!",
+        "Bye",
+        "now",
+        ".",
+    ]
     evidence = Span("a", text.index("Bye"), len(text))  # bye now . = 3 tokens
     retrieved = Span("a", text.index("world"), text.index("Bye") + 3)  # world ! bye = 3 tokens
     s = score([q(evidence)], [[retrieved]], m)
@@ -137,12 +145,19 @@ def test_bad_spans_name_the_query():
 
 
 spans = st.tuples(st.integers(0, 2), st.integers(0, 60), st.integers(0, 20)).map(
-    lambda t: Span("abc"[t[0]], t[1], min(60, t[1] + t[2])))
+    lambda t: Span("abc"[t[0]], t[1], min(60, t[1] + t[2]))
+)
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.lists(spans.filter(lambda s: s.end > s.start), max_size=4), st.lists(spans, max_size=6)),
-                min_size=1, max_size=4), st.booleans())
+@given(
+    st.lists(
+        st.tuples(st.lists(spans.filter(lambda s: s.end > s.start), max_size=4), st.lists(spans, max_size=6)),
+        min_size=1,
+        max_size=4,
+    ),
+    st.booleans(),
+)
 def test_native_span_arithmetic_matches_sets(cases, tokens):
     texts = {d: "".join(random.Random(d).choice("ab  c.") for _ in range(60)) for d in "abc"}
     docs = [Document(d, t) for d, t in texts.items()]
@@ -173,6 +188,7 @@ def test_native_span_arithmetic_matches_sets(cases, tokens):
 
 # ------------------------------------------------------------ retrieval pieces
 
+
 def test_budget_cut_stop_and_skip():
     assert ev.budget_cut([400, 600, 10], 1000, "stop") == [0, 1]  # exactly the budget fits
     assert ev.budget_cut([400, 601, 10], 1000, "stop") == [0]
@@ -201,6 +217,7 @@ def test_hnswlib_search_agrees_with_exact_search():
 
 # ------------------------------------------------------------ datasets
 
+
 def write(tmp_path: Path, name: str, lines: list) -> Path:
     path = tmp_path / name
     path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
@@ -218,24 +235,33 @@ def test_the_labelled_set_loads_and_checks_its_quotes():
     assert corpus[0].metadata == {"source": "linux-doc-6.1"}
 
 
-@pytest.mark.parametrize("line, message", [
-    ("{not json", r"queries.jsonl:2: not valid JSON"),
-    ("[1, 2]", r"queries.jsonl:2: expected a JSON object, got list"),
-    ({"references": []}, r'queries.jsonl:2: missing "query"'),
-    ({"query": " ", "references": []}, r'queries.jsonl:2: "query" is empty'),
-    ({"query": "x"}, r'queries.jsonl:2: missing "references"'),
-    ({"query": "x", "references": {}}, r'queries.jsonl:2: "references" must be list, not dict'),
-    ({"query": "x", "references": [{"doc_id": "zz", "start": 0, "end": 1}]},
-     r"references\[0\]: doc_id 'zz' is not in the corpus"),
-    ({"query": "x", "references": [{"doc_id": "a", "start": 3, "end": 99}]},
-     r"references\[0\]: span \(3, 99\) is not within 'a' \(0..11\)"),
-    ({"query": "x", "references": [{"doc_id": "a", "start": 3, "end": 3}]}, r"span \(3, 3\)"),
-    ({"query": "x", "references": [{"doc_id": "a", "start": True, "end": 3}]}, r'"start" must be int, not bool'),
-    ({"query": "x", "references": [{"doc_id": "a", "start": 0, "end": 5, "text": "Hallo"}]},
-     r'references\[0\]: "text" differs from the document at \(0, 5\)'),
-    ({"query": "x", "type": 3, "references": []}, r'"type" must be str, not int'),
-    ({"id": "q1", "query": "x", "references": []}, r"id 'q1' repeats .*queries.jsonl:1"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("{not json", r"queries.jsonl:2: not valid JSON"),
+        ("[1, 2]", r"queries.jsonl:2: expected a JSON object, got list"),
+        ({"references": []}, r'queries.jsonl:2: missing "query"'),
+        ({"query": " ", "references": []}, r'queries.jsonl:2: "query" is empty'),
+        ({"query": "x"}, r'queries.jsonl:2: missing "references"'),
+        ({"query": "x", "references": {}}, r'queries.jsonl:2: "references" must be list, not dict'),
+        (
+            {"query": "x", "references": [{"doc_id": "zz", "start": 0, "end": 1}]},
+            r"references\[0\]: doc_id 'zz' is not in the corpus",
+        ),
+        (
+            {"query": "x", "references": [{"doc_id": "a", "start": 3, "end": 99}]},
+            r"references\[0\]: span \(3, 99\) is not within 'a' \(0..11\)",
+        ),
+        ({"query": "x", "references": [{"doc_id": "a", "start": 3, "end": 3}]}, r"span \(3, 3\)"),
+        ({"query": "x", "references": [{"doc_id": "a", "start": True, "end": 3}]}, r'"start" must be int, not bool'),
+        (
+            {"query": "x", "references": [{"doc_id": "a", "start": 0, "end": 5, "text": "Hallo"}]},
+            r'references\[0\]: "text" differs from the document at \(0, 5\)',
+        ),
+        ({"query": "x", "type": 3, "references": []}, r'"type" must be str, not int'),
+        ({"id": "q1", "query": "x", "references": []}, r"id 'q1' repeats .*queries.jsonl:1"),
+    ],
+)
 def test_query_loader_names_the_bad_line(tmp_path, line, message):
     corpus = [Document("a", "Hello world")]
     path = write(tmp_path, "queries.jsonl", [{"id": "q1", "query": "ok", "references": []}, line])
@@ -243,13 +269,16 @@ def test_query_loader_names_the_bad_line(tmp_path, line, message):
         ev.load_queries(path, corpus)
 
 
-@pytest.mark.parametrize("lines, message", [
-    ([{"doc_id": "a", "text": "x"}, {"doc_id": "a", "text": "y"}], r"corpus.jsonl:2: doc_id 'a' repeats .*:1"),
-    ([{"doc_id": "a"}], r'corpus.jsonl:1: record has no "text"'),
-    ([{"doc_id": ["a"], "text": "x"}], r'"doc_id" must be a string or an integer, not list'),
-    ([{"text": "x"}], r'corpus.jsonl:1: record has no "doc_id" \(or "id"\)'),
-    ([], r"corpus.jsonl: no documents"),
-])
+@pytest.mark.parametrize(
+    "lines, message",
+    [
+        ([{"doc_id": "a", "text": "x"}, {"doc_id": "a", "text": "y"}], r"corpus.jsonl:2: doc_id 'a' repeats .*:1"),
+        ([{"doc_id": "a"}], r'corpus.jsonl:1: record has no "text"'),
+        ([{"doc_id": ["a"], "text": "x"}], r'"doc_id" must be a string or an integer, not list'),
+        ([{"text": "x"}], r'corpus.jsonl:1: record has no "doc_id" \(or "id"\)'),
+        ([], r"corpus.jsonl: no documents"),
+    ],
+)
 def test_corpus_loader_names_the_bad_line(tmp_path, lines, message):
     with pytest.raises(ev.DatasetError, match=message):
         ev.load_corpus(write(tmp_path, "corpus.jsonl", lines))
@@ -266,14 +295,20 @@ def test_corpus_loader_accepts_id_and_gzip(tmp_path):
         ev.load_corpus(tmp_path / "missing.jsonl")
 
 
-@pytest.mark.parametrize("body, message", [
-    ('[chunker]\ntype = "recursive"\n[extra]\n', r"unknown key 'extra'"),
-    ('[chunker]\ntype = "fractal"\n', r"\[chunker\] type must be one of .*not 'fractal'"),
-    ('[chunker]\ntype = "token"\n[representation]\ntype = "late-ish"\n', r"\[representation\] type must be"),
-    ('[chunker]\ntype = "chunkforge:NoSuchChunker"\n', r"\[chunker\] type 'chunkforge:NoSuchChunker' cannot be imp"),
-    ('[representation]\ntype = "plain"\n', r"\[chunker\] is missing"),
-    ("[chunker\n", r"not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('[chunker]\ntype = "recursive"\n[extra]\n', r"unknown key 'extra'"),
+        ('[chunker]\ntype = "fractal"\n', r"\[chunker\] type must be one of .*not 'fractal'"),
+        ('[chunker]\ntype = "token"\n[representation]\ntype = "late-ish"\n', r"\[representation\] type must be"),
+        (
+            '[chunker]\ntype = "chunkforge:NoSuchChunker"\n',
+            r"\[chunker\] type 'chunkforge:NoSuchChunker' cannot be imp",
+        ),
+        ('[representation]\ntype = "plain"\n', r"\[chunker\] is missing"),
+        ("[chunker\n", r"not valid TOML"),
+    ],
+)
 def test_config_errors_name_the_file(tmp_path, body, message):
     path = tmp_path / "bad.toml"
     path.write_text(body)
@@ -283,8 +318,10 @@ def test_config_errors_name_the_file(tmp_path, body, message):
 
 def test_config_builds_the_chunker_and_names_bad_parameters(tmp_path):
     path = tmp_path / "by-path.toml"
-    path.write_text('[chunker]\ntype = "chunkforge:SentenceChunker"\nmax_tokens = 64\n'
-                    '[representation]\ntype = "chunkforge.eval:heading_representation"\n')
+    path.write_text(
+        '[chunker]\ntype = "chunkforge:SentenceChunker"\nmax_tokens = 64\n'
+        '[representation]\ntype = "chunkforge.eval:heading_representation"\n'
+    )
     assert isinstance(ev.Config.load(path).make_chunker(None), chunkforge.SentenceChunker)
     cfg = ev.Config.load(CONFIGS[1])
     assert cfg.name == "token-128-overlap-16"
@@ -300,7 +337,7 @@ def test_heading_texts_prefix_the_section_path():
     corpus = ev.load_corpus(EVAL / "corpus.jsonl")
     mutex = corpus[0]
     start = mutex.text.index("Mutexes are represented by")
-    chunk = chunkforge.Chunk(mutex.text[start:start + 20], start, start + 20, 5, 0)
+    chunk = chunkforge.Chunk(mutex.text[start : start + 20], start, start + 20, 5, 0)
     [text] = ev.heading_texts([mutex], [[chunk]])
     assert text == "Generic Mutex Subsystem > Implementation\n\n" + chunk.text
     titled = Document("t.md", "Body only.", {"title": "Guide"})
@@ -319,6 +356,7 @@ def test_docstring_examples(monkeypatch):
 
 
 # ------------------------------------------------------------ encoder, cache, end to end
+
 
 @pytest.fixture(scope="module")
 def encoder(model_cache):
@@ -366,9 +404,23 @@ def test_evaluate_with_a_registered_representation(encoder, tmp_path):
 def test_cli_eval_three_configs_end_to_end(encoder, tmp_path, capsys):
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join((EVAL / "corpus.jsonl").read_text().splitlines(keepends=True)[:5]))
-    args = ["eval", "--corpus", str(corpus), "--queries", str(EVAL / "queries.jsonl"),
-            *[a for c in CONFIGS for a in ("--config", str(c))], "--k", "5", "--budget-tokens", "1000",
-            "--cache", str(tmp_path / "emb.sqlite"), "--out", str(tmp_path / "report"), "-v"]
+    args = [
+        "eval",
+        "--corpus",
+        str(corpus),
+        "--queries",
+        str(EVAL / "queries.jsonl"),
+        *[a for c in CONFIGS for a in ("--config", str(c))],
+        "--k",
+        "5",
+        "--budget-tokens",
+        "1000",
+        "--cache",
+        str(tmp_path / "emb.sqlite"),
+        "--out",
+        str(tmp_path / "report"),
+        "-v",
+    ]
     assert cli.main(args) == 0
     err = capsys.readouterr().err
     assert "3 configs, 48 queries" in err and "from the cache" in err
@@ -385,8 +437,13 @@ def test_cli_eval_three_configs_end_to_end(encoder, tmp_path, capsys):
     assert rep["answerable"] == 44 and len(rep["questions"]) == 48
     # found -> missed lists agree with the per-question rows
     for change in rep["changes"]:
-        found = {x["id"]: (x["configs"][change["from"]][change["mode"]]["found"],
-                           x["configs"][change["to"]][change["mode"]]["found"]) for x in rep["questions"]}
+        found = {
+            x["id"]: (
+                x["configs"][change["from"]][change["mode"]]["found"],
+                x["configs"][change["to"]][change["mode"]]["found"],
+            )
+            for x in rep["questions"]
+        }
         assert change["found_to_missed"] == [i for i, (a, b) in found.items() if a and not b]
         assert change["missed_to_found"] == [i for i, (a, b) in found.items() if b and not a]
     md = (tmp_path / "report.md").read_text()
@@ -399,15 +456,22 @@ def test_cli_eval_three_configs_end_to_end(encoder, tmp_path, capsys):
     assert ", 0 texts embedded" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"--corpus": "missing.jsonl"}, "cannot read missing.jsonl"),
-    ({"--k": "0"}, "--k must be >= 1, got 0"),
-    ({"--coverage": "1.5"}, "--coverage must be in"),
-    ({"--config": "nope.toml"}, "cannot read config nope.toml"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"--corpus": "missing.jsonl"}, "cannot read missing.jsonl"),
+        ({"--k": "0"}, "--k must be >= 1, got 0"),
+        ({"--coverage": "1.5"}, "--coverage must be in"),
+        ({"--config": "nope.toml"}, "cannot read config nope.toml"),
+    ],
+)
 def test_cli_eval_errors_exit_2(tmp_path, capsys, change, message):
-    args = {"--corpus": str(EVAL / "corpus.jsonl"), "--queries": str(EVAL / "queries.jsonl"),
-            "--config": str(CONFIGS[0]), "--cache": str(tmp_path / "emb.sqlite")} | change
+    args = {
+        "--corpus": str(EVAL / "corpus.jsonl"),
+        "--queries": str(EVAL / "queries.jsonl"),
+        "--config": str(CONFIGS[0]),
+        "--cache": str(tmp_path / "emb.sqlite"),
+    } | change
     assert cli.main(["eval", *[x for kv in args.items() for x in kv]]) == 2
     err = capsys.readouterr().err
     assert err.startswith("chunkforge: error: ") and message in err and err.count("\n") == 1

@@ -23,15 +23,20 @@ PYTHONPATH = str(Path(chunkforge.__file__).resolve().parent.parent)
 
 
 def run_python(code: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, env={"PYTHONPATH": PYTHONPATH, "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={"PYTHONPATH": PYTHONPATH, "PATH": "/usr/bin:/bin"},
+    )
 
 
 def assert_exact(tok: chunkforge.Tokenizer, text: str, chunks: list, max_tokens: int) -> None:
     """Offsets index the text, counts re-encode, the limit holds except for a
     single character that alone encodes above it, no chunk is empty."""
     for c in chunks:
-        assert text[c.start:c.end] == c.text and c.text.strip(WHITE_SPACE) == c.text and c.text
+        assert text[c.start : c.end] == c.text and c.text.strip(WHITE_SPACE) == c.text and c.text
         assert c.token_count == tok.count(c.text)
         assert c.token_count <= max_tokens or len(c.text) == 1, c
 
@@ -39,7 +44,7 @@ def assert_exact(tok: chunkforge.Tokenizer, text: str, chunks: list, max_tokens:
 def covered(text: str, chunks: list) -> bool:
     mask = np.zeros(len(text), bool)
     for c in chunks:
-        mask[c.start:c.end] = True
+        mask[c.start : c.end] = True
     return all(mask[i] or ch in WHITE_SPACE for i, ch in enumerate(text))
 
 
@@ -101,10 +106,13 @@ def test_thread_pools_are_bounded():
 # 3. a token whose text re-encodes above max_tokens is cut between characters
 
 
-@pytest.mark.parametrize(("kind", "text", "expected"), [
-    ("wordpiece", "aße", ["a", "ß", "e"]),
-    ("bpe", " -->", ["--", ">"]),
-])
+@pytest.mark.parametrize(
+    ("kind", "text", "expected"),
+    [
+        ("wordpiece", "aße", ["a", "ß", "e"]),
+        ("bpe", " -->", ["--", ">"]),
+    ],
+)
 def test_token_chunker_one_token_over_the_limit(kind, text, expected):
     tok = cf_tokenizer(kind)
     chunks = TokenChunker(tok, max_tokens=1).chunk(text)
@@ -152,22 +160,26 @@ def test_token_chunker_keeps_zero_token_characters(text):
 # 7. one character over max_tokens: a chunk of its own, and what the README says about it
 
 
-@pytest.mark.parametrize("make", [
-    lambda tok, n: TokenChunker(tok, max_tokens=n),
-    lambda tok, n: RecursiveChunker(tok, max_tokens=n),
-    lambda tok, n: SentenceChunker(tok, max_tokens=n),
-    lambda tok, n: MarkdownChunker(tok, max_tokens=n),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda tok, n: TokenChunker(tok, max_tokens=n),
+        lambda tok, n: RecursiveChunker(tok, max_tokens=n),
+        lambda tok, n: SentenceChunker(tok, max_tokens=n),
+        lambda tok, n: MarkdownChunker(tok, max_tokens=n),
+    ],
+)
 @pytest.mark.parametrize("kind", ["wordpiece", "bpe"])
 def test_single_characters_over_the_limit(make, kind):
     tok = cf_tokenizer(kind)
-    text = "한 x 한국어 \U0001F600 ok 𝔘𝔫𝔦 ĳ"
+    text = "한 x 한국어 \U0001f600 ok 𝔘𝔫𝔦 ĳ"
     for n in (1, 2, 3):
         chunks = make(tok, n).chunk(text)
         assert_exact(tok, text, chunks, n)
         assert covered(text, chunks)
-    assert [(c.text, c.token_count) for c in RecursiveChunker(cf_tokenizer("wordpiece"), max_tokens=2).chunk("한")] \
-        == [("한", 3)]
+    assert [(c.text, c.token_count) for c in RecursiveChunker(cf_tokenizer("wordpiece"), max_tokens=2).chunk("한")] == [
+        ("한", 3)
+    ]
 
 
 def test_readme_states_the_most_tokens_of_one_character():
@@ -182,8 +194,10 @@ def test_readme_states_the_most_tokens_of_one_character():
 
 # 8. added tokens: the fast path between them, identical to HF
 
-ADDED = {"wordpiece": ["[CLS]", "[SEP]", "[MASK]", "[UNK]", "[PAD]", "[cls]", "[CLS"],
-         "bpe": ["<|endoftext|>", "<|endoftext|", "<|ENDOFTEXT|>"]}
+ADDED = {
+    "wordpiece": ["[CLS]", "[SEP]", "[MASK]", "[UNK]", "[PAD]", "[cls]", "[CLS"],
+    "bpe": ["<|endoftext|>", "<|endoftext|", "<|ENDOFTEXT|>"],
+}
 
 
 def assert_same_as_hf(kind: str, text: str) -> None:
@@ -197,8 +211,16 @@ def assert_same_as_hf(kind: str, text: str) -> None:
 @pytest.mark.parametrize("kind", ["wordpiece", "bpe"])
 def test_added_tokens_fixed_cases_equal_hf(kind):
     special = ADDED[kind][0]
-    for text in [f"a {special} b", f"{special}{special}x{special}", f"héllo{special}  wörld {special}",
-                 f"  {special}", f"{special}  ", f"x   {special}\n\n  y", f"naïve{special}'s café", special]:
+    for text in [
+        f"a {special} b",
+        f"{special}{special}x{special}",
+        f"héllo{special}  wörld {special}",
+        f"  {special}",
+        f"{special}  ",
+        f"x   {special}\n\n  y",
+        f"naïve{special}'s café",
+        special,
+    ]:
         assert_same_as_hf(kind, text)
     assert cf_tokenizer(kind).fast_path
 
@@ -207,14 +229,17 @@ def test_added_tokens_fixed_cases_equal_hf(kind):
 @given(st.data())
 def test_added_tokens_random_text_equals_hf(data):
     kind = data.draw(st.sampled_from(["wordpiece", "bpe"]))
-    pieces = data.draw(st.lists(st.one_of(st.text(max_size=12), st.sampled_from(ADDED[kind] + [" ", "'s", "\n"])),
-                                max_size=12))
+    pieces = data.draw(
+        st.lists(st.one_of(st.text(max_size=12), st.sampled_from(ADDED[kind] + [" ", "'s", "\n"])), max_size=12)
+    )
     text = "".join(pieces)
     assert_same_as_hf(kind, text)
     tok = cf_tokenizer(kind)
     for c in RecursiveChunker(tok, max_tokens=3).chunk(text) + TokenChunker(tok, max_tokens=2, overlap=1).chunk(text):
-        assert c.token_count == len(hf_tokenizer(kind).encode(c.text, add_special_tokens=False).ids) <= 3 \
+        assert (
+            c.token_count == len(hf_tokenizer(kind).encode(c.text, add_special_tokens=False).ids) <= 3
             or len(c.text) == 1
+        )
 
 
 def test_added_token_keeps_memory_linear():
@@ -244,8 +269,17 @@ def test_added_tokens_not_modelled_take_the_general_path():
     import json
 
     spec = json.loads(TOKENIZER_FILES["wordpiece"].read_text(encoding="utf-8"))
-    spec["added_tokens"].append({"id": 2000, "content": "Hello", "single_word": False, "lstrip": False,
-                                 "rstrip": False, "normalized": True, "special": False})
+    spec["added_tokens"].append(
+        {
+            "id": 2000,
+            "content": "Hello",
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": True,
+            "special": False,
+        }
+    )
     tok = chunkforge.Tokenizer.from_str(json.dumps(spec))
     import tokenizers
 
@@ -290,15 +324,27 @@ def test_fuzz_find_bpe_span_starting_in_a_whitespace_run():
     counter = tok.span_counter(text)
     for s in range(len(text)):
         for e in range(s, min(len(text), s + 24) + 1):
-            assert counter.count(s, e) == len(hf_tokenizer("bpe").encode(text[s:e], add_special_tokens=False).ids), \
-                (s, e, text[s:e])
+            assert counter.count(s, e) == len(hf_tokenizer("bpe").encode(text[s:e], add_special_tokens=False).ids), (
+                s,
+                e,
+                text[s:e],
+            )
 
 
-@pytest.mark.parametrize(("kind", "text"), [
-    ("wordpiece", "artY:5]el\nto\x01?\x05\x03out\n    patch-accepk = chunkfo\x7fge.Tokeni    ua =====+=\n*   * :ref:`"
-                  "geniia=====+=**:f:`gpreiee e=a=====+=\n* trs.\n\n[`.o/fodt+]:s://cru.t-g.g/r\ne"),
-    ("bpe", (ROOT / "tests/data/fuzz/outline-list-link-definition.bin").read_bytes()[4:].decode("utf-8", "replace")),
-])
+@pytest.mark.parametrize(
+    ("kind", "text"),
+    [
+        (
+            "wordpiece",
+            "artY:5]el\nto\x01?\x05\x03out\n    patch-accepk = chunkfo\x7fge.Tokeni    ua =====+=\n*   * :ref:`"
+            "geniia=====+=**:f:`gpreiee e=a=====+=\n* trs.\n\n[`.o/fodt+]:s://cru.t-g.g/r\ne",
+        ),
+        (
+            "bpe",
+            (ROOT / "tests/data/fuzz/outline-list-link-definition.bin").read_bytes()[4:].decode("utf-8", "replace"),
+        ),
+    ],
+)
 def test_fuzz_find_list_split_into_items_keeps_text_between_them(kind, text):
     """A list too long for a chunk goes item by item; text the parser counted into the
     list but into no item (here a link definition after it) was dropped."""

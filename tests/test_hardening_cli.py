@@ -61,13 +61,17 @@ def test_threads_and_huge_numbers(doc: Path, capsys: pytest.CaptureFixture[str])
         TokenChunker(max_tokens=8, overlap=2**70)
 
 
-@pytest.mark.parametrize(("line", "words"), [
-    ('{"id": "a", "text": "x", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}", ("nested too deeply",)),
-    ('{"id": ' + "7" * 5000 + ', "text": "x"}', ("not valid JSON",)),
-    ('{"id": true, "text": "x"}', ('"id" must be a string or an integer',)),
-])
-def test_hostile_jsonl_lines(line: str, words: tuple[str, ...], tmp_path: Path,
-                             capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ('{"id": "a", "text": "x", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}", ("nested too deeply",)),
+        ('{"id": ' + "7" * 5000 + ', "text": "x"}', ("not valid JSON",)),
+        ('{"id": true, "text": "x"}', ('"id" must be a string or an integer',)),
+    ],
+)
+def test_hostile_jsonl_lines(
+    line: str, words: tuple[str, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "docs.jsonl"
     path.write_text(line + "\n", encoding="utf-8")
     one_line_error(*cli(capsys, "chunk", path)[::2], f"{path}:1", *words)
@@ -88,9 +92,13 @@ def test_out_through_a_fifo_and_dev_stdout(doc: Path, tmp_path: Path) -> None:
     records = [json.loads(line) for line in got[0].decode().splitlines()]
     assert records and all(r["doc_id"] == str(doc) for r in records)
     # /dev/stdout (a pipe here), as a normal user would
-    result = subprocess.run([sys.executable, "-m", "chunkforge", "chunk", str(doc), "--max-tokens", "16",
-                             "--out", "/dev/stdout"], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "PYTHONPATH": PYTHONPATH})
+    result = subprocess.run(
+        [sys.executable, "-m", "chunkforge", "chunk", str(doc), "--max-tokens", "16", "--out", "/dev/stdout"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": PYTHONPATH},
+    )
     assert result.returncode == 0, result.stderr
     assert [json.loads(line) for line in result.stdout.splitlines()] == records
 
@@ -134,8 +142,19 @@ def test_killed_run_leaves_a_temp_file_that_the_next_run_removes(tmp_path: Path)
         for i in range(4000):
             f.write(json.dumps({"id": i, "text": "A sentence of a long document. " * 200}) + "\n")
     out = tmp_path / "out.jsonl"
-    args = [sys.executable, "-m", "chunkforge", "chunk", str(docs), "--max-tokens", "32", "--threads", "1",
-            "--out", str(out)]
+    args = [
+        sys.executable,
+        "-m",
+        "chunkforge",
+        "chunk",
+        str(docs),
+        "--max-tokens",
+        "32",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+    ]
     env = {**os.environ, "PYTHONPATH": PYTHONPATH}
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
@@ -169,8 +188,9 @@ def chunks(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Path:
     needs_model()
     folder = tmp_path_factory.mktemp("chunks")
     path = folder / "chunks.jsonl"
-    path.write_text("".join(json.dumps({"doc_id": d["id"], "index": 0, "text": d["text"][:400]}) + "\n"
-                            for d in corpus()[:24]))
+    path.write_text(
+        "".join(json.dumps({"doc_id": d["id"], "index": 0, "text": d["text"][:400]}) + "\n" for d in corpus()[:24])
+    )
     return path
 
 
@@ -188,21 +208,26 @@ def test_truncated_and_flipped_parts(chunks: Path, tmp_path: Path, model_cache: 
     parts = sorted((tmp_path / "vectors.npy.parts").glob("part-*.npy"))
     assert len(parts) == 3 and all(p.with_name(p.name + ".sha256").exists() for p in parts)
     data = parts[0].read_bytes()
-    parts[0].write_bytes(data[: len(data) // 2])                     # truncated
+    parts[0].write_bytes(data[: len(data) // 2])  # truncated
     flipped = bytearray(parts[1].read_bytes())
-    for i in range(len(flipped) - 64, len(flipped)):                   # 64 flipped bytes, header intact
+    for i in range(len(flipped) - 64, len(flipped)):  # 64 flipped bytes, header intact
         flipped[i] ^= 0xFF
     parts[1].write_bytes(bytes(flipped))
-    result = subprocess.run([sys.executable, "-m", "chunkforge", "embed", str(chunks), "--out", str(out),
-                             "--part-rows", "8", "-v"], capture_output=True, text=True, timeout=600,
-                            env={**os.environ, "PYTHONPATH": PYTHONPATH})
+    result = subprocess.run(
+        [sys.executable, "-m", "chunkforge", "embed", str(chunks), "--out", str(out), "--part-rows", "8", "-v"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": PYTHONPATH},
+    )
     assert result.returncode == 0, result.stderr
     assert "16 embedded, 8 from an earlier run" in result.stderr
     np.testing.assert_allclose(np.load(out), expected, atol=2e-5)
 
 
-def test_failed_embed_leaves_no_parts_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                             model_cache: Path) -> None:
+def test_failed_embed_leaves_no_parts_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model_cache: Path
+) -> None:
     needs_model()
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"doc_id": "a", "text": 5}\n')
@@ -217,8 +242,9 @@ def test_failed_embed_leaves_no_parts_folder(tmp_path: Path, capsys: pytest.Capt
 # 11: a cache that cannot be written is exit 2 everywhere
 
 
-def test_unwritable_cache_is_exit_2_in_every_command(doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_unwritable_cache_is_exit_2_in_every_command(
+    doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     needs_model()
     pytest.importorskip("hnswlib")
     blocker = tmp_path / "not-a-folder"
@@ -240,8 +266,9 @@ def test_from_dir_config_that_is_not_an_object(tmp_path: Path) -> None:
 
     (tmp_path / "model.onnx").write_bytes(b"")
     (tmp_path / "config.json").write_text("[1, 2]")
-    (tmp_path / "tokenizer.json").write_text((Path(chunkforge.__file__).parent / "data" / DEFAULT_TOKENIZER)
-                                             .read_text(encoding="utf-8"))
+    (tmp_path / "tokenizer.json").write_text(
+        (Path(chunkforge.__file__).parent / "data" / DEFAULT_TOKENIZER).read_text(encoding="utf-8")
+    )
     with pytest.raises(ValueError, match=r"config\.json must hold a JSON object"):
         Encoder.from_dir(tmp_path)
 
@@ -255,7 +282,7 @@ def test_corrupt_cached_graph_is_converted_again(tmp_path: Path, monkeypatch: py
     expected = first.embed(["A sentence to embed."])
     graph = Path(first.graph)
     data = bytearray(graph.read_bytes())
-    data[len(data) // 2: len(data) // 2 + 64] = bytes(64)
+    data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)
     graph.write_bytes(bytes(data))
     again = Encoder.default("fp32")
     np.testing.assert_allclose(again.embed(["A sentence to embed."]), expected, atol=1e-6)
@@ -263,13 +290,15 @@ def test_corrupt_cached_graph_is_converted_again(tmp_path: Path, monkeypatch: py
     np.testing.assert_allclose(Encoder.default("fp32").embed(["A sentence to embed."]), expected, atol=1e-6)
 
 
-def test_index_build_rejects_what_chunk_rejects(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                model_cache: Path) -> None:
+def test_index_build_rejects_what_chunk_rejects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model_cache: Path
+) -> None:
     needs_model()
     pytest.importorskip("hnswlib")
-    for line, words in [('{"id": true, "text": "x"}', ('"id" must be a string or an integer',)),
-                        ('{"id": "a", "text": "x", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}",
-                         ("nested too deeply",))]:
+    for line, words in [
+        ('{"id": true, "text": "x"}', ('"id" must be a string or an integer',)),
+        ('{"id": "a", "text": "x", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}", ("nested too deeply",)),
+    ]:
         docs = tmp_path / "docs.jsonl"
         docs.write_text(line + "\n")
         one_line_error(*cli(capsys, "index", "build", docs, "--out", tmp_path / "idx")[::2], f"{docs}:1", *words)

@@ -57,7 +57,7 @@ def test_search_returns_real_spans_and_filters(index):
     assert len(hits) == 8
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     for h in hits:
-        assert index.document(h.doc_id)[h.start:h.end] == h.text
+        assert index.document(h.doc_id)[h.start : h.end] == h.text
     assert any(h.doc_id == "unicode-ident.md" for h in hits[:3])
     only = index.search("unicode identifier tables", k=5, doc_id=small_docs()[0]["id"])
     assert {h.doc_id for h in only} == {small_docs()[0]["id"]}
@@ -89,7 +89,7 @@ def test_payload_properties(index, data):
     seen: dict[str, list[tuple[int, int]]] = {}
     for p in payload.passages:
         text = index.document(p.doc_id)
-        assert 0 <= p.start < p.end <= len(text) and p.text == text[p.start:p.end]
+        assert 0 <= p.start < p.end <= len(text) and p.text == text[p.start : p.end]
         assert p.token_count == index.tokenizer.count(p.text)
         assert p.hits and p.score >= max(h.score for h in p.hits) - 1e-12 or options["auto_merge"] is not None
         for h in p.hits:
@@ -107,7 +107,6 @@ def test_payload_properties(index, data):
     if options["order"] == "score":
         scores = [p.score for p in payload.passages]
         assert scores == sorted(scores, reverse=True)
-
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -136,11 +135,14 @@ def test_budget_covers_the_best_hit(index, data):
     if options["auto_merge"] is not None:
         units = auto_merge_nodes(index, hits, options["auto_merge"])
         if (best.doc_id, leaf_node(index, best)) not in units:
-            (node,) = [n for (d, n), tree in units.items()
-                       if d == best.doc_id and tree.nodes[n, 0] <= best.start and best.end <= tree.nodes[n, 1]]
+            (node,) = [
+                n
+                for (d, n), tree in units.items()
+                if d == best.doc_id and tree.nodes[n, 0] <= best.start and best.end <= tree.nodes[n, 1]
+            ]
             nodes = index.tree(best.doc_id).nodes
             span = (int(nodes[node, 0]), int(nodes[node, 1]))
-    size = index.tokenizer.count(index.document(best.doc_id)[span[0]:span[1]])
+    size = index.tokenizer.count(index.document(best.doc_id)[span[0] : span[1]])
     budget = data.draw(st.integers(0, 3 * size + 50))
     payload = index.expand(hits, budget_tokens=budget, **options)
     assert payload.token_count <= budget
@@ -149,12 +151,18 @@ def test_budget_covers_the_best_hit(index, data):
         assert covering and covering[0].start <= span[0] and span[1] <= covering[0].end
     assert index.expand(hits, budget_tokens=10**9, **options) == index.expand(hits, **options)
 
+
 def test_build_tokenizes_each_document_once(encoder):
     """Sections, parents, leaves and the leaves' embeddings all come from one
     tokenization of each document (the tokenizer counts what it tokenizes)."""
-    prose = [{"id": "notes.txt", "text": " ".join(f"word{i} and more, then" for i in range(400))},
-             {"id": "a.md", "text": "# Cats\n\nCats purr. They sleep a lot.\n\n## Food\n\n| kind | amount |\n|---|---|\n| fish | 2 |"},
-             {"id": "empty.md", "text": "   "}]
+    prose = [
+        {"id": "notes.txt", "text": " ".join(f"word{i} and more, then" for i in range(400))},
+        {
+            "id": "a.md",
+            "text": "# Cats\n\nCats purr. They sleep a lot.\n\n## Food\n\n| kind | amount |\n|---|---|\n| fish | 2 |",
+        },
+        {"id": "empty.md", "text": "   "},
+    ]
     index = Index(encoder, leaf_tokens=24, parent_tokens=(120, 60))
     before = index.tokenizer.tokenized
     index.add(prose)
@@ -182,12 +190,12 @@ def test_leaves_and_payload_objects(index):
     doc_id = index.doc_ids[0]
     leaves = index.leaves(doc_id)
     text = index.document(doc_id)
-    assert leaves and all(h.doc_id == doc_id and text[h.start:h.end] == h.text for h in leaves)
+    assert leaves and all(h.doc_id == doc_id and text[h.start : h.end] == h.text for h in leaves)
     assert [h.start for h in leaves] == sorted(h.start for h in leaves)
     assert len(index.leaves()) == index.leaf_count
     payload = index.expand(leaves[:3], window=1)
     p = payload.passages[0]
-    assert p.document is text and p.text == text[p.start:p.end]
+    assert p.document is text and p.text == text[p.start : p.end]
     assert set(p.hits) <= set(leaves[:3]) and payload.dropped == []
     assert payload == index.expand(tuple(leaves[:3]), window=1)
     assert f"start={p.start}" in repr(p) and "document" not in repr(p)
@@ -200,8 +208,7 @@ def test_leaves_and_payload_objects(index):
 def test_query_uses_the_recommended_policy(index):
     q = "unicode identifier tables"
     assert index.query(q) == index.expand(index.search(q, k=100), budget_tokens=1000)
-    assert index.query(q, k=5, auto_merge=0.5) == index.expand(index.search(q, k=5), auto_merge=0.5,
-                                                              budget_tokens=1000)
+    assert index.query(q, k=5, auto_merge=0.5) == index.expand(index.search(q, k=5), auto_merge=0.5, budget_tokens=1000)
 
 
 def reference_auto_merge(index: Index, hits: list[Hit], ratio: float) -> set[tuple[str, int, int]]:
@@ -256,33 +263,45 @@ def test_auto_merge_matches_the_reference(index, data):
     for p in payload.passages:
         inside = [u for u in units if u[0] == p.doc_id and p.start <= u[1] and u[2] <= p.end]
         assert inside and min(u[1] for u in inside) == p.start and max(u[2] for u in inside) == p.end
-    assert sum(1 for u in units for p in payload.passages
-               if u[0] == p.doc_id and p.start <= u[1] and u[2] <= p.end) == len(units)
+    assert sum(
+        1 for u in units for p in payload.passages if u[0] == p.doc_id and p.start <= u[1] and u[2] <= p.end
+    ) == len(units)
 
 
 def test_auto_merge_on_a_hand_built_tree(encoder):
     index = Index.build([{"id": "t.md", "text": TREE_DOC}], encoder, parent_tokens=())
     leaves = {h.text: h for h in all_hits(index)}
-    assert list(leaves) == ["# Alpha", "One cat sat.", "Two cats ran.", "Three cats slept.", "# Beta",
-                            "Four dogs barked.", "Five dogs ate."]
+    assert list(leaves) == [
+        "# Alpha",
+        "One cat sat.",
+        "Two cats ran.",
+        "Three cats slept.",
+        "# Beta",
+        "Four dogs barked.",
+        "Five dogs ate.",
+    ]
 
     def hit(text: str, score: float) -> Hit:
         return replace(leaves[text], score=score)
 
-    alpha = TREE_DOC[:TREE_DOC.index("\n\n# Beta")]
+    alpha = TREE_DOC[: TREE_DOC.index("\n\n# Beta")]
     # 2 of 4 children: 0.5 is not above 0.5
     two = index.expand([hit("One cat sat.", 0.9), hit("Three cats slept.", 0.7)], auto_merge=0.5)
     assert [p.text for p in two.passages] == ["One cat sat.", "Three cats slept."]
     # 3 of 4: the section, scored with the mean of its hit children
-    three = index.expand([hit("One cat sat.", 0.9), hit("Two cats ran.", 0.6), hit("Three cats slept.", 0.3)],
-                         auto_merge=0.5)
+    three = index.expand(
+        [hit("One cat sat.", 0.9), hit("Two cats ran.", 0.6), hit("Three cats slept.", 0.3)], auto_merge=0.5
+    )
     assert [(p.text, round(p.score, 6), p.heading_path) for p in three.passages] == [(alpha, 0.6, ("Alpha",))]
     # windows stop at the section boundary; touching windows become one passage
     window = index.expand([hit("Three cats slept.", 0.5)], window=3)
     assert window.passages[0].text == alpha
     both = index.expand([hit("Two cats ran.", 0.9), hit("Four dogs barked.", 0.5)], window=0, order="document")
     assert [p.text for p in both.passages] == ["Two cats ran.", "Four dogs barked."]
-    assert index.expand([hit("Five dogs ate.", 0.5)], parent=True).passages[0].text == TREE_DOC[TREE_DOC.index("# Beta"):].strip()
+    assert (
+        index.expand([hit("Five dogs ate.", 0.5)], parent=True).passages[0].text
+        == TREE_DOC[TREE_DOC.index("# Beta") :].strip()
+    )
     # budget: the best passage does not fit, the smaller one does (skip) or packing stops;
     # trim grows whole sentences from the best hit, the next one first
     hits = [hit("Two cats ran.", 0.9), hit("Five dogs ate.", 0.5)]
@@ -367,8 +386,9 @@ def test_killed_save_leaves_old_or_new(index, encoder, tmp_path):
     rng = random.Random(7)
     outcomes = set()
     for _ in range(6):
-        child = subprocess.Popen([sys.executable, "-c", SAVER, str(old), str(new), str(target)],
-                                 stdout=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", SAVER, str(old), str(new), str(target)], stdout=subprocess.PIPE, text=True
+        )
         assert child.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.05, 0.6))
         child.send_signal(signal.SIGKILL)
@@ -396,8 +416,9 @@ def test_cli_build_and_query(tmp_path, model_cache, capsys):
     payload = json.loads(capsys.readouterr().out)
     index = Index.load(out)
     expected = index.expand(index.search("which dogs barked?", k=100), budget_tokens=1000)
-    assert [(p["doc_id"], p["start"], p["end"]) for p in payload["passages"]] == \
-        [(p.doc_id, p.start, p.end) for p in expected.passages]
+    assert [(p["doc_id"], p["start"], p["end"]) for p in payload["passages"]] == [
+        (p.doc_id, p.start, p.end) for p in expected.passages
+    ]
     assert main(["query", str(tmp_path / "nope"), "x"]) == 2
     assert "no index folder" in capsys.readouterr().err
 
@@ -413,14 +434,14 @@ def test_token_windows_are_whole_sentences_within_the_section_and_the_limit(enco
     for n in (5, 12, 30, 60, 400):
         for hit in sentences[1::3]:
             p = index.expand([hit], window_tokens=n).passages[0]
-            assert p.start <= hit.start and hit.end <= p.end and p.text == text[p.start:p.end]
+            assert p.start <= hit.start and hit.end <= p.end and p.text == text[p.start : p.end]
             assert p.token_count == tok.count(p.text)
             assert p.token_count <= max(n, tok.count(hit.text))
             inside = [s for s in sentences if p.start <= s.start and s.end <= p.end]
             assert inside and p.start == inside[0].start and p.end == inside[-1].end
             for s in sentences:  # a neighbour that would still fit was taken
                 if s.end == inside[0].start - 1 or s.start == inside[-1].end + 1:
-                    assert tok.count(text[min(s.start, p.start):max(s.end, p.end)]) > n
+                    assert tok.count(text[min(s.start, p.start) : max(s.end, p.end)]) > n
     with pytest.raises(ValueError, match="window_tokens"):
         index.expand(sentences[:1], window_tokens=0)
 
@@ -429,8 +450,13 @@ def test_bm25_updates_in_place_like_a_fresh_build():
     """Scores after removing and adding passages equal those of the remaining texts indexed anew."""
     from chunkforge.index.bm25 import BM25 as _BM25
 
-    texts = ["the cat sat on the mat", "dogs bark at the mailman", "a cat and a dog", "ferns like shade",
-             "mailman delivers letters to the cat"]
+    texts = [
+        "the cat sat on the mat",
+        "dogs bark at the mailman",
+        "a cat and a dog",
+        "ferns like shade",
+        "mailman delivers letters to the cat",
+    ]
     live = _BM25()
     ids = live.add(texts[:3])
     live.remove(ids[1])
@@ -453,10 +479,13 @@ def test_hybrid_scores_zero_when_no_candidate_scores_positive(index, monkeypatch
 
 def test_hybrid_ranks_a_leaf_by_its_parents_words(encoder):
     """A sentence without the question's rare word is found through its parent's BM25 score."""
-    docs = [{"id": f"d{i}.txt", "text": f"Report {i}. The committee met on a Tuesday. Nothing was decided."}
-            for i in range(6)]
-    docs.append({"id": "z.txt", "text": "Report on the zorblax grant. The committee met on a Tuesday. "
-                                        "It approved the budget."})
+    docs = [
+        {"id": f"d{i}.txt", "text": f"Report {i}. The committee met on a Tuesday. Nothing was decided."}
+        for i in range(6)
+    ]
+    docs.append(
+        {"id": "z.txt", "text": "Report on the zorblax grant. The committee met on a Tuesday. It approved the budget."}
+    )
     index = Index.build(docs, encoder, parent_tokens=(64,))
     hybrid = index.search("what did the committee decide about zorblax?", k=3)
     assert hybrid[0].doc_id == "z.txt"

@@ -37,8 +37,10 @@ def answer(index: Index, question: str) -> tuple:
     """Every leaf in rank order with its fused score, and the expanded payload."""
     hits = index.search(question, k=100)
     payload = index.expand(hits[:4], window=1, budget_tokens=60)
-    return (tuple((h.doc_id, h.start, h.end, round(h.score, 9)) for h in hits),
-            tuple((p.doc_id, p.start, p.end, p.token_count) for p in payload.passages))
+    return (
+        tuple((h.doc_id, h.start, h.end, round(h.score, 9)) for h in hits),
+        tuple((p.doc_id, p.start, p.end, p.token_count) for p in payload.passages),
+    )
 
 
 def test_readers_see_one_version_while_writers_add_and_delete(encoder):
@@ -107,7 +109,7 @@ def saved(encoder, tmp_path: Path) -> Path:
 def test_manifest_bit_flip_is_corrupt(saved: Path, encoder):
     data = bytearray(saved.read_bytes())
     at = data.index(b'"next_label": ') + len(b'"next_label": ')
-    while data[at + 1:at + 2].isdigit():
+    while data[at + 1 : at + 2].isdigit():
         at += 1
     data[at] ^= 0x01  # one bit of the last digit: another valid number
     saved.write_bytes(bytes(data))
@@ -115,14 +117,17 @@ def test_manifest_bit_flip_is_corrupt(saved: Path, encoder):
         Index.load(saved.parent.parent, encoder)
 
 
-@pytest.mark.parametrize("edit", [
-    lambda m: m.pop("files"),
-    lambda m: m.update(next_label="7"),
-    lambda m: m.update(settings=[1, 2]),
-    lambda m: m.update(settings={**m["settings"], "leaf_tokens": -3}),
-    lambda m: m.update(files={"docs.parquet": "x"}),
-    lambda m: m.pop("checksum"),
-])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda m: m.pop("files"),
+        lambda m: m.update(next_label="7"),
+        lambda m: m.update(settings=[1, 2]),
+        lambda m: m.update(settings={**m["settings"], "leaf_tokens": -3}),
+        lambda m: m.update(files={"docs.parquet": "x"}),
+        lambda m: m.pop("checksum"),
+    ],
+)
 def test_manifest_edits_are_corrupt(saved: Path, encoder, edit):
     """Valid JSON of the wrong shape, with its checksum recomputed: CorruptIndexError."""
     manifest = json.loads(saved.read_text())

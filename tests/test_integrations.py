@@ -10,8 +10,10 @@ from chunkforge import HierarchicalChunker, MarkdownChunker, RecursiveChunker
 
 from conftest import corpus
 
-TEXT = ("Chunkers cut documents into pieces.\n\nEach piece keeps its exact offsets. " * 30
-        + "\n\nThe same sentence. The same sentence. The same sentence. " * 10)
+TEXT = (
+    "Chunkers cut documents into pieces.\n\nEach piece keeps its exact offsets. " * 30
+    + "\n\nThe same sentence. The same sentence. The same sentence. " * 10
+)
 
 
 @pytest.fixture(scope="module")
@@ -22,6 +24,7 @@ def encoder(model_cache):
 
 
 # LangChain ---------------------------------------------------------------------------------
+
 
 def test_langchain_splitter_exact_start_index():
     pytest.importorskip("langchain_text_splitters")
@@ -39,7 +42,7 @@ def test_langchain_splitter_exact_start_index():
     assert [d.page_content for d in docs] == splitter.split_text(TEXT) == [c.text for c in chunks]
     for d, c in zip(docs, chunks):
         assert d.metadata["start_index"] == c.start and d.metadata["source"] == "a.md"
-        assert TEXT[d.metadata["start_index"]:].startswith(d.page_content)
+        assert TEXT[d.metadata["start_index"] :].startswith(d.page_content)
         assert d.metadata["token_count"] == c.token_count <= 32
     # the repeated sentences at the end: LangChain's own find() would need the chunk order to guess
     split = splitter.split_documents([Document(page_content=TEXT, metadata={"k": 1}, id="doc-1")])
@@ -64,6 +67,7 @@ def test_langchain_embeddings(encoder):
 
 # LlamaIndex --------------------------------------------------------------------------------
 
+
 def test_llamaindex_node_parser_exact_offsets():
     pytest.importorskip("llama_index.core")
     from llama_index.core import Document
@@ -80,7 +84,7 @@ def test_llamaindex_node_parser_exact_offsets():
     chunks = chunker.chunk(TEXT)
     assert [(n.start_char_idx, n.end_char_idx) for n in nodes] == [(c.start, c.end) for c in chunks]
     for n in nodes:
-        assert TEXT[n.start_char_idx:n.end_char_idx] == n.text
+        assert TEXT[n.start_char_idx : n.end_char_idx] == n.text
         assert n.ref_doc_id == doc.doc_id and n.metadata["source"] == "a.md"
         assert "token_count" not in n.get_content(metadata_mode="embed")
     assert nodes[1].relationships[NodeRelationship.PREVIOUS].node_id == nodes[0].node_id
@@ -126,6 +130,7 @@ def test_llamaindex_embedding(encoder):
 
 
 # Haystack ----------------------------------------------------------------------------------
+
 
 def test_haystack_pipeline_split_and_embed(encoder):
     pytest.importorskip("haystack")

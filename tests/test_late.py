@@ -74,7 +74,7 @@ def test_long_document_each_token_from_one_window(small_window: Encoder) -> None
     ids = small_window.tokenizer.encode_offsets(LIGHTHOUSE).ids
     checked = 0
     for w, (a, b) in enumerate(tokens.segments.tolist()):
-        piece = LIGHTHOUSE[tokens.offsets[a, 0]:tokens.offsets[b - 1, 1]]
+        piece = LIGHTHOUSE[tokens.offsets[a, 0] : tokens.offsets[b - 1, 1]]
         if not np.array_equal(small_window.tokenizer.encode_offsets(piece).ids, ids[a:b]):
             continue  # the window starts inside a word
         alone = small_window.token_embeddings([piece])[0].vectors[1:-1]

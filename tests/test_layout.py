@@ -74,7 +74,7 @@ def cycle(edges: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(edges.get(node, ())):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (found := visit(nxt)):
                 return found
         stack.pop()
@@ -99,18 +99,31 @@ def test_cycle_finder_finds_one():
 
 NATIVE_OWNERS = {
     # tokenizer.py is the contract; these own a native object or call a native function of their own
-    "chunkforge", "chunkforge.tokenizer", "chunkforge.chunkers._base", "chunkforge.chunkers.token",
-    "chunkforge.chunkers.recursive", "chunkforge.chunkers.sentence", "chunkforge.chunkers.markdown",
-    "chunkforge.chunkers.code", "chunkforge.chunkers.hierarchy", "chunkforge.late", "chunkforge.semantic",
-    "chunkforge.eval.metrics", INDEX, "chunkforge.pipeline",
+    "chunkforge",
+    "chunkforge.tokenizer",
+    "chunkforge.chunkers._base",
+    "chunkforge.chunkers.token",
+    "chunkforge.chunkers.recursive",
+    "chunkforge.chunkers.sentence",
+    "chunkforge.chunkers.markdown",
+    "chunkforge.chunkers.code",
+    "chunkforge.chunkers.hierarchy",
+    "chunkforge.late",
+    "chunkforge.semantic",
+    "chunkforge.eval.metrics",
+    INDEX,
+    "chunkforge.pipeline",
 }
 
 
 def test_only_native_owners_import_native():
-    reach = sorted(name for name, path in modules().items()
-                   if "_native" in path.read_text(encoding="utf-8") and name not in NATIVE_OWNERS
-                   and ("import _native" in path.read_text(encoding="utf-8")
-                        or "._native." in path.read_text(encoding="utf-8")))
+    reach = sorted(
+        name
+        for name, path in modules().items()
+        if "_native" in path.read_text(encoding="utf-8")
+        and name not in NATIVE_OWNERS
+        and ("import _native" in path.read_text(encoding="utf-8") or "._native." in path.read_text(encoding="utf-8"))
+    )
     assert reach == []
 
 
@@ -119,5 +132,9 @@ def test_each_module_imports_alone(name):
     """A fresh interpreter imports the module first: no cycle that only a lucky order hides."""
     if name.startswith("chunkforge.index"):
         pytest.importorskip("hnswlib")
-    subprocess.run([sys.executable, "-c", f"import {name}"], check=True, timeout=120,
-                   env={**__import__("os").environ, "PYTHONPATH": str(PACKAGE.parent)})
+    subprocess.run(
+        [sys.executable, "-c", f"import {name}"],
+        check=True,
+        timeout=120,
+        env={**__import__("os").environ, "PYTHONPATH": str(PACKAGE.parent)},
+    )

@@ -40,7 +40,7 @@ def check(text: str, chunks, max_tokens: int, kind: str = "wordpiece", front_mat
         assert c.token_count == hf_count(kind, c.text) <= max_tokens
         covered[c.start : c.end] = b"\x01" * (c.end - c.start)
     missing = [i for i, ch in enumerate(text) if i >= front_matter and not covered[i] and not ch.isspace()]
-    assert not missing, f"uncovered {missing[:5]}: {text[missing[0]:missing[0] + 20]!r}"
+    assert not missing, f"uncovered {missing[:5]}: {text[missing[0] : missing[0] + 20]!r}"
 
 
 @pytest.mark.parametrize("path", READMES, ids=lambda p: p.name)
@@ -116,9 +116,22 @@ def test_spec_examples_properties():
 
 markdownish = st.lists(
     st.one_of(
-        st.sampled_from(["# H1", "## H2 title", "### Deep", "para text. More words here.", "- a\n- b\n- c",
-                         "| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |", "```py\nx = 1\n\ny = 2\n```", "> quote",
-                         "[x]: http://example.com", "***", "<div>html</div>", "😀 中文 é"]),
+        st.sampled_from(
+            [
+                "# H1",
+                "## H2 title",
+                "### Deep",
+                "para text. More words here.",
+                "- a\n- b\n- c",
+                "| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |",
+                "```py\nx = 1\n\ny = 2\n```",
+                "> quote",
+                "[x]: http://example.com",
+                "***",
+                "<div>html</div>",
+                "😀 中文 é",
+            ]
+        ),
         st.text(max_size=30),
     ),
     max_size=25,
@@ -129,7 +142,12 @@ markdownish = st.lists(
 @given(text=markdownish, max_tokens=st.integers(4, 48), min_tokens=st.integers(0, 4), overlap=st.integers(0, 3))
 def test_markdown_properties(text, max_tokens, min_tokens, overlap):
     for kind in ("wordpiece", "bpe"):
-        chunker = MarkdownChunker(cf_tokenizer(kind), max_tokens=max_tokens, min_tokens=min(min_tokens, max_tokens), overlap=min(overlap, max_tokens - 1))
+        chunker = MarkdownChunker(
+            cf_tokenizer(kind),
+            max_tokens=max_tokens,
+            min_tokens=min(min_tokens, max_tokens),
+            overlap=min(overlap, max_tokens - 1),
+        )
         check(text, chunker.chunk(text), max_tokens, kind)
 
 
@@ -153,7 +171,8 @@ def crossing_share(chunks_per_doc, docs) -> float:
                 if c.start < t < c.end:
                     lines = doc[c.start : t].splitlines() + [""]
                     content = [
-                        a for a, b in zip(lines, lines[1:])
+                        a
+                        for a, b in zip(lines, lines[1:])
                         if a.strip() and not adornment.fullmatch(a.strip()) and not adornment.fullmatch(b.strip())
                     ]
                     if content:

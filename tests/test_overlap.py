@@ -30,7 +30,9 @@ def adjacent_overlaps(chunker, docs, kind):
 
 def test_readme_example_overlaps():
     text = "Chunkers cut documents into pieces.\n\nEach piece keeps its exact offsets. " * 20
-    spans = {k: [(c.start, c.end) for c in RecursiveChunker(max_tokens=64, overlap=k).chunk(text)] for k in (0, 8, 16, 32)}
+    spans = {
+        k: [(c.start, c.end) for c in RecursiveChunker(max_tokens=64, overlap=k).chunk(text)] for k in (0, 8, 16, 32)
+    }
     assert len({tuple(v) for v in spans.values()}) == 4
     for k in (8, 16, 32):
         chunks = RecursiveChunker(max_tokens=64, overlap=k).chunk(text)

@@ -58,8 +58,13 @@ def test_tokenizers_pickle():
         json = f.read()
     import tokenizers
 
-    for tok in (Tokenizer.default(), Tokenizer.from_file(TOKENIZER_FILES["bpe"]), Tokenizer.from_str(json),
-                Tokenizer.from_tokenizers(tokenizers.Tokenizer.from_str(json)), Tokenizer.default().with_window(100)):
+    for tok in (
+        Tokenizer.default(),
+        Tokenizer.from_file(TOKENIZER_FILES["bpe"]),
+        Tokenizer.from_str(json),
+        Tokenizer.from_tokenizers(tokenizers.Tokenizer.from_str(json)),
+        Tokenizer.default().with_window(100),
+    ):
         again = pickle.loads(pickle.dumps(tok))
         assert isinstance(again, Tokenizer) and again.source == tok.source and again.window == tok.window
         text = corpus()[0]["text"][:5000]

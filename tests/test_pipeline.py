@@ -80,15 +80,21 @@ def assert_same_rows(table: pa.Table, expected: pa.Table, exact_vectors: bool = 
         np.testing.assert_allclose(vectors(table), vectors(expected), atol=1e-6)
 
 
-def test_rows_are_the_chunks_and_their_embeddings(reference: pa.Table, docs_file: Path, encoder: Encoder,
-                                                  tmp_path: Path) -> None:
+def test_rows_are_the_chunks_and_their_embeddings(
+    reference: pa.Table, docs_file: Path, encoder: Encoder, tmp_path: Path
+) -> None:
     chunker = RecursiveChunker(encoder.tokenizer, max_tokens=MAX_TOKENS)
     expected = [(d["id"], c) for d in small_docs() for c in chunker.chunk(d["text"])]
     rows = reference.to_pylist()
     assert len(rows) == len(expected)
     for row, (doc_id, c) in zip(rows, expected):
         assert (row["doc_id"], row["start"], row["end"], row["token_count"], row["text"]) == (
-            doc_id, c.start, c.end, c.token_count, c.text)
+            doc_id,
+            c.start,
+            c.end,
+            c.token_count,
+            c.text,
+        )
         assert row["chunk_id"] == node_id(doc_id, c.start, c.end, 0)  # the id `chunkforge chunk` writes
         assert row["text_hash"] == pipeline.text_hash(c.text)
     np.testing.assert_allclose(vectors(reference), encoder.embed([c.text for _, c in expected]), atol=1e-6)
@@ -109,11 +115,17 @@ def test_shard_vectors_equal_encoder_embed_bit_for_bit(tmp_path: Path, docs_file
 def test_chunk_token_ids_are_the_chunk_text_encoded_alone(kind: str, encoder: Encoder) -> None:
     """What the job embeds: each chunker's ids of its chunks (chunk_batch_ids) are those of the
     chunk's text encoded alone, its chunks those of chunk_batch."""
-    tokenizer = encoder.tokenizer if kind == "wordpiece" else Tokenizer.from_file(DATA / "bytelevel-bpe-8k.tokenizer.json")
+    tokenizer = (
+        encoder.tokenizer if kind == "wordpiece" else Tokenizer.from_file(DATA / "bytelevel-bpe-8k.tokenizer.json")
+    )
     docs = [d["text"][:3000] for d in corpus()[:12]] + ["naïve café 😀 unaffable", "x" * 300 + " tail words", ""]
     total = 0
-    for chunker in (RecursiveChunker(tokenizer, max_tokens=7), TokenChunker(tokenizer, max_tokens=48),
-                    SentenceChunker(tokenizer, max_tokens=48), MarkdownChunker(tokenizer, max_tokens=48, syntax="rst")):
+    for chunker in (
+        RecursiveChunker(tokenizer, max_tokens=7),
+        TokenChunker(tokenizer, max_tokens=48),
+        SentenceChunker(tokenizer, max_tokens=48),
+        MarkdownChunker(tokenizer, max_tokens=48, syntax="rst"),
+    ):
         chunks, ids = chunker.chunk_batch_ids(docs, threads=2)
         assert chunks == chunker.chunk_batch(docs)
         for cs, doc_ids in zip(chunks, ids):
@@ -142,8 +154,9 @@ def test_the_job_tokenizes_each_document_once(strategy: str, tmp_path: Path, enc
         assert np.array_equal(vectors(shard), encoder.embed(shard.column("text").to_pylist()))
 
 
-def test_rerun_of_an_unchanged_corpus_embeds_nothing(tmp_path: Path, docs_file: Path, encoder: Encoder,
-                                                     reference: pa.Table) -> None:
+def test_rerun_of_an_unchanged_corpus_embeds_nothing(
+    tmp_path: Path, docs_file: Path, encoder: Encoder, reference: pa.Table
+) -> None:
     out = tmp_path / "ds"
     first = pipeline.run([docs_file], out, encoder=encoder, max_tokens=MAX_TOKENS, with_text=True, shard_docs=4)
     again = pipeline.run([docs_file], out, encoder=encoder, max_tokens=MAX_TOKENS, with_text=True, shard_docs=4)
@@ -152,8 +165,9 @@ def test_rerun_of_an_unchanged_corpus_embeds_nothing(tmp_path: Path, docs_file: 
     assert_same_rows(pipeline.read_dataset(out), reference)
 
 
-def test_changed_corpus_reembeds_only_new_chunks_and_drops_deleted_docs(tmp_path: Path, docs_file: Path,
-                                                                         encoder: Encoder) -> None:
+def test_changed_corpus_reembeds_only_new_chunks_and_drops_deleted_docs(
+    tmp_path: Path, docs_file: Path, encoder: Encoder
+) -> None:
     out = tmp_path / "ds"
     options = {"encoder": encoder, "max_tokens": MAX_TOKENS, "with_text": True, "shard_docs": 4}
     pipeline.run([docs_file], out, **options)
@@ -190,10 +204,15 @@ def test_new_settings_rebuild_every_shard(tmp_path: Path, docs_file: Path, encod
 
 
 def run_cli(args: list[str], **kwargs) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [str(Path(pipeline.__file__).parents[1]),
-                                                                   os.environ.get("PYTHONPATH", "")] if p)}
-    return subprocess.Popen([sys.executable, "-m", "chunkforge", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, **kwargs)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            p for p in [str(Path(pipeline.__file__).parents[1]), os.environ.get("PYTHONPATH", "")] if p
+        ),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "chunkforge", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs
+    )
 
 
 def wait_for(predicate, proc: subprocess.Popen, limit: float = 240) -> bool:
@@ -205,11 +224,25 @@ def wait_for(predicate, proc: subprocess.Popen, limit: float = 240) -> bool:
     return False
 
 
-def test_kill_9_at_any_moment_then_rerun_gives_every_chunk_once(tmp_path: Path, docs_file: Path,
-                                                                 reference: pa.Table) -> None:
+def test_kill_9_at_any_moment_then_rerun_gives_every_chunk_once(
+    tmp_path: Path, docs_file: Path, reference: pa.Table
+) -> None:
     out = tmp_path / "ds"
-    args = ["embed-docs", str(docs_file), "--out", str(out), "--max-tokens", str(MAX_TOKENS), "--with-text",
-            "--shard-docs", "4", "--on-overflow", "error", "--threads", "1"]
+    args = [
+        "embed-docs",
+        str(docs_file),
+        "--out",
+        str(out),
+        "--max-tokens",
+        str(MAX_TOKENS),
+        "--with-text",
+        "--shard-docs",
+        "4",
+        "--on-overflow",
+        "error",
+        "--threads",
+        "1",
+    ]
     shards = out / "shards"
 
     def count() -> int:
@@ -217,8 +250,12 @@ def test_kill_9_at_any_moment_then_rerun_gives_every_chunk_once(tmp_path: Path, 
 
     # killed: as the dataset folder appears (no shard yet), after 1 and after 3 shards, and
     # while a shard is being written (a temp file there); each rerun picks up what is done
-    moments = [lambda: shards.is_dir(), lambda: count() >= 1, lambda: count() >= 3,
-               lambda: count() >= 6 and any(p.suffix == ".tmp" for p in shards.iterdir())]
+    moments = [
+        lambda: shards.is_dir(),
+        lambda: count() >= 1,
+        lambda: count() >= 3,
+        lambda: count() >= 6 and any(p.suffix == ".tmp" for p in shards.iterdir()),
+    ]
     killed = 0
     for moment in moments:
         proc = run_cli(args)
@@ -240,15 +277,23 @@ def test_kill_9_at_any_moment_then_rerun_gives_every_chunk_once(tmp_path: Path, 
 def test_inputs_jsonl_parquet_and_folders_with_column_names(tmp_path: Path, encoder: Encoder) -> None:
     docs = small_docs(6, 400)
     write_jsonl(tmp_path / "a.jsonl", [{"key": d["id"], "body": d["text"]} for d in docs[:3]])
-    pq.write_table(pa.table({"key": [d["id"] for d in docs[3:]], "body": [d["text"] for d in docs[3:]]}),
-                   tmp_path / "b.parquet")
+    pq.write_table(
+        pa.table({"key": [d["id"] for d in docs[3:]], "body": [d["text"] for d in docs[3:]]}), tmp_path / "b.parquet"
+    )
     folder = tmp_path / "notes"
     (folder / "sub").mkdir(parents=True)
     (folder / "sub" / "x.md").write_text("# Title\n\nSome words under a title.")
     (folder / "y.txt").write_text("Plain text file.")
     out = tmp_path / "ds"
-    summary = pipeline.run([tmp_path / "a.jsonl", tmp_path / "b.parquet", folder], out, encoder=encoder,
-                           id_column="key", text_column="body", strategy="markdown", with_text=True)
+    summary = pipeline.run(
+        [tmp_path / "a.jsonl", tmp_path / "b.parquet", folder],
+        out,
+        encoder=encoder,
+        id_column="key",
+        text_column="body",
+        strategy="markdown",
+        with_text=True,
+    )
     table = pipeline.read_dataset(out)
     ids = list(dict.fromkeys(table.column("doc_id").to_pylist()))
     assert ids == [d["id"] for d in docs] + [str(folder / "sub" / "x.md"), str(folder / "y.txt")]
@@ -260,25 +305,44 @@ def test_inputs_jsonl_parquet_and_folders_with_column_names(tmp_path: Path, enco
 @pytest.mark.parametrize(
     ("setup", "args", "message"),
     [
-        (lambda p: (p / "d.jsonl").write_text('{"id": 1, "text": "ok"}\n{"id": 2}\n'), ["d.jsonl"],
-         'd.jsonl:2: record has no "text"'),
-        (lambda p: pq.write_table(pa.table({"id": ["a"], "body": ["x"]}), p / "d.parquet"), ["d.parquet"],
-         'd.parquet:1: record has no "text"'),
-        (lambda p: (p / "d.jsonl").write_text('{"text": "ok"}\n'), ["d.jsonl", "--max-tokens", "0"],
-         "--max-tokens must be >= 1"),
+        (
+            lambda p: (p / "d.jsonl").write_text('{"id": 1, "text": "ok"}\n{"id": 2}\n'),
+            ["d.jsonl"],
+            'd.jsonl:2: record has no "text"',
+        ),
+        (
+            lambda p: pq.write_table(pa.table({"id": ["a"], "body": ["x"]}), p / "d.parquet"),
+            ["d.parquet"],
+            'd.parquet:1: record has no "text"',
+        ),
+        (
+            lambda p: (p / "d.jsonl").write_text('{"text": "ok"}\n'),
+            ["d.jsonl", "--max-tokens", "0"],
+            "--max-tokens must be >= 1",
+        ),
         (lambda p: (p / "d.jsonl").write_text('{"text": "ok"}\n'), ["missing.jsonl"], "no such file or folder"),
-        (lambda p: (p / "d.jsonl").write_text('{"text": "ok"}\n'), ["d.jsonl", "--overlap", "300"],
-         "overlap (300) must be smaller than max_tokens (254)"),
-        (lambda p: [(p / n).write_text('{"text": "ok"}\n') for n in ("d.jsonl", "ds")], ["--out-is-file"],
-         "is a file, not a dataset folder"),
+        (
+            lambda p: (p / "d.jsonl").write_text('{"text": "ok"}\n'),
+            ["d.jsonl", "--overlap", "300"],
+            "overlap (300) must be smaller than max_tokens (254)",
+        ),
+        (
+            lambda p: [(p / n).write_text('{"text": "ok"}\n') for n in ("d.jsonl", "ds")],
+            ["--out-is-file"],
+            "is a file, not a dataset folder",
+        ),
     ],
 )
-def test_bad_input_exits_2_with_one_line(tmp_path: Path, setup, args: list[str], message: str,
-                                         capsys: pytest.CaptureFixture[str], model_cache: Path) -> None:
+def test_bad_input_exits_2_with_one_line(
+    tmp_path: Path, setup, args: list[str], message: str, capsys: pytest.CaptureFixture[str], model_cache: Path
+) -> None:
     setup(tmp_path)
     out = tmp_path / ("ds" if args == ["--out-is-file"] else "out")
-    paths = [str(tmp_path / "d.jsonl")] if args == ["--out-is-file"] else [
-        str(tmp_path / a) if not a.startswith("-") and not a.isdigit() else a for a in args]
+    paths = (
+        [str(tmp_path / "d.jsonl")]
+        if args == ["--out-is-file"]
+        else [str(tmp_path / a) if not a.startswith("-") and not a.isdigit() else a for a in args]
+    )
     code = main(["embed-docs", *paths, "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 2
@@ -288,8 +352,21 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path, setup, args: list[str],
 def test_lancedb_output_is_searchable(tmp_path: Path, docs_file: Path, encoder: Encoder, reference: pa.Table) -> None:
     lancedb = pytest.importorskip("lancedb")
     out, db_path = tmp_path / "ds", tmp_path / "db"
-    code = main(["embed-docs", str(docs_file), "--out", str(out), "--max-tokens", str(MAX_TOKENS), "--with-text",
-                 "--shard-docs", "4", "--lancedb", str(db_path)])
+    code = main(
+        [
+            "embed-docs",
+            str(docs_file),
+            "--out",
+            str(out),
+            "--max-tokens",
+            str(MAX_TOKENS),
+            "--with-text",
+            "--shard-docs",
+            "4",
+            "--lancedb",
+            str(db_path),
+        ]
+    )
     assert code == 0
     table = lancedb.connect(str(db_path)).open_table("chunks")
     assert table.count_rows() == reference.num_rows
@@ -298,8 +375,24 @@ def test_lancedb_output_is_searchable(tmp_path: Path, docs_file: Path, encoder: 
     assert (hits[0]["doc_id"], hits[0]["start"], hits[0]["text"]) == (target["doc_id"], target["start"], target["text"])
     # a rerun over fewer documents replaces the table: no row of a dropped document is left
     write_jsonl(tmp_path / "fewer.jsonl", small_docs()[:5])
-    assert main(["embed-docs", str(tmp_path / "fewer.jsonl"), "--out", str(out), "--max-tokens", str(MAX_TOKENS),
-                 "--with-text", "--shard-docs", "4", "--lancedb", str(db_path)]) == 0
+    assert (
+        main(
+            [
+                "embed-docs",
+                str(tmp_path / "fewer.jsonl"),
+                "--out",
+                str(out),
+                "--max-tokens",
+                str(MAX_TOKENS),
+                "--with-text",
+                "--shard-docs",
+                "4",
+                "--lancedb",
+                str(db_path),
+            ]
+        )
+        == 0
+    )
     fewer = pipeline.read_dataset(out).num_rows
     assert fewer < reference.num_rows
     assert lancedb.connect(str(db_path)).open_table("chunks").count_rows() == fewer
@@ -307,7 +400,9 @@ def test_lancedb_output_is_searchable(tmp_path: Path, docs_file: Path, encoder: 
 
 def test_code_strategy_encodes_its_chunk_texts(tmp_path: Path, encoder: Encoder) -> None:
     """CodeChunker gives no native ids: the job encodes its chunks' texts (same rows and vectors)."""
-    source = "import os\n\n\nclass Greeter:\n    def hello(self):\n        return 'hi'\n\n\ndef bye():\n    return os.sep\n"
+    source = (
+        "import os\n\n\nclass Greeter:\n    def hello(self):\n        return 'hi'\n\n\ndef bye():\n    return os.sep\n"
+    )
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "greet.py").write_text(source)
     pipeline.run([tmp_path / "src"], tmp_path / "ds", encoder=encoder, strategy="code", max_tokens=16, with_text=True)

@@ -47,8 +47,14 @@ def job(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> tuple[Pa
     """The documents and the local job's dataset of them."""
     folder = tmp_path_factory.mktemp("ray-job")
     docs = write_jsonl(folder / "docs.jsonl", small_docs())
-    pipeline.run([docs], folder / "local", encoder=Encoder.default(on_overflow="error"), max_tokens=MAX_TOKENS,
-                 with_text=True, shard_docs=4)
+    pipeline.run(
+        [docs],
+        folder / "local",
+        encoder=Encoder.default(on_overflow="error"),
+        max_tokens=MAX_TOKENS,
+        with_text=True,
+        shard_docs=4,
+    )
     return docs, pipeline.read_dataset(folder / "local")
 
 
@@ -69,9 +75,28 @@ def test_two_node_job_survives_a_killed_actor_with_every_row_once(cluster, job, 
     out = tmp_path / "ds"
     env = {**os.environ}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "chunkforge", "embed-docs", str(docs), "--out", str(out), "--max-tokens",
-         str(MAX_TOKENS), "--with-text", "--shard-docs", "4", "--on-overflow", "error", "--ray", cluster.address],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        [
+            sys.executable,
+            "-m",
+            "chunkforge",
+            "embed-docs",
+            str(docs),
+            "--out",
+            str(out),
+            "--max-tokens",
+            str(MAX_TOKENS),
+            "--with-text",
+            "--shard-docs",
+            "4",
+            "--on-overflow",
+            "error",
+            "--ray",
+            cluster.address,
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     shards = out / "shards"
     killed = None
     deadline = time.monotonic() + 300
@@ -100,12 +125,17 @@ def test_embed_documents_gives_the_local_rows(cluster, job) -> None:
     docs, expected = job
     ray.init(address=cluster.address, ignore_reinit_error=True)
     records = [json.loads(line) for line in docs.read_text().splitlines()]
-    dataset = chunkforge.ray.embed_documents(ray.data.from_items(records), max_tokens=MAX_TOKENS, with_text=True,
-                                             batch_size=5)
+    dataset = chunkforge.ray.embed_documents(
+        ray.data.from_items(records), max_tokens=MAX_TOKENS, with_text=True, batch_size=5
+    )
     rows = pa.concat_tables(ray.get(dataset.to_arrow_refs()))
     order = {doc_id: i for i, doc_id in enumerate(dict.fromkeys(expected.column("doc_id").to_pylist()))}
-    rows = rows.take(sorted(range(rows.num_rows), key=lambda i: (order[rows.column("doc_id")[i].as_py()],
-                                                                 rows.column("start")[i].as_py())))
+    rows = rows.take(
+        sorted(
+            range(rows.num_rows),
+            key=lambda i: (order[rows.column("doc_id")[i].as_py()], rows.column("start")[i].as_py()),
+        )
+    )
     assert rows.select(ROW_COLUMNS).to_pylist() == expected.select(ROW_COLUMNS).to_pylist()
     # embedded in other batches than the local shards: equal up to float rounding
     np.testing.assert_allclose(vectors(rows), vectors(expected), atol=1e-6)

@@ -49,14 +49,19 @@ def test_embed_text_keeps_offsets() -> None:
     shown = with_embed_text(chunks, title=TITLE)
     assert [(c.start, c.end, c.text) for c in shown] == [(c.start, c.end, c.text) for c in chunks]
     for c in shown:
-        assert README[c.start:c.end] == c.text and c.embed_text.endswith(c.text)
+        assert README[c.start : c.end] == c.text and c.embed_text.endswith(c.text)
         assert c.embed_text.startswith(" > ".join((TITLE, *c.heading_path)))
     assert any(len(c.heading_path) >= 2 for c in shown)
 
 
-@pytest.mark.parametrize("make", [lambda: MarkdownChunker(max_tokens=80, min_tokens=10),
-                                  lambda: RecursiveChunker(max_tokens=80, overlap=8),
-                                  lambda: SentenceChunker(max_tokens=80)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: MarkdownChunker(max_tokens=80, min_tokens=10),
+        lambda: RecursiveChunker(max_tokens=80, overlap=8),
+        lambda: SentenceChunker(max_tokens=80),
+    ],
+)
 def test_context_aware_budget(make) -> None:
     tok = Tokenizer.default()
     plain = with_embed_text(make().chunk(README), title=TITLE)
@@ -65,7 +70,7 @@ def test_context_aware_budget(make) -> None:
     assert all(tok.count(c.embed_text) <= 80 for c in chunks)
     assert max(tok.count(c.embed_text) for c in chunks) > 60  # the budget is not wasted
     for i, c in enumerate(chunks):
-        assert c.index == i and README[c.start:c.end] == c.text and c.token_count == tok.count(c.text)
+        assert c.index == i and README[c.start : c.end] == c.text and c.token_count == tok.count(c.text)
 
 
 def test_reserve_tokens() -> None:

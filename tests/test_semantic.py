@@ -16,12 +16,18 @@ from chunkforge import Encoder, SemanticChunker, split_sentences
 from conftest import WHITE_SPACE, corpus
 
 TOPICS = [
-    ("Cats are small carnivorous mammals kept as pets. A cat sleeps for most of the day. "
-     "Kittens learn to hunt by playing with their siblings. Many cats purr when they are content."),
-    ("The Rust compiler checks ownership and borrowing at compile time. Rust programs have no garbage collector. "
-     "Cargo builds Rust crates and fetches their dependencies. The borrow checker rejects dangling references."),
-    ("A French omelette is cooked quickly over medium heat with butter. Whisk the eggs with salt before cooking. "
-     "Roll the omelette onto a warm plate while its centre is still soft. Chives make a good garnish for eggs."),
+    (
+        "Cats are small carnivorous mammals kept as pets. A cat sleeps for most of the day. "
+        "Kittens learn to hunt by playing with their siblings. Many cats purr when they are content."
+    ),
+    (
+        "The Rust compiler checks ownership and borrowing at compile time. Rust programs have no garbage collector. "
+        "Cargo builds Rust crates and fetches their dependencies. The borrow checker rejects dangling references."
+    ),
+    (
+        "A French omelette is cooked quickly over medium heat with butter. Whisk the eggs with salt before cooking. "
+        "Roll the omelette onto a warm plate while its centre is still soft. Chives make a good garnish for eggs."
+    ),
 ]
 DOC = " ".join(TOPICS)
 
@@ -44,9 +50,9 @@ def check_chunks(text: str, chunks, chunker: SemanticChunker) -> None:
     tok = chunker.tokenizer
     end = 0
     for i, c in enumerate(chunks):
-        assert c.index == i and text[c.start:c.end] == c.text and c.text.strip(WHITE_SPACE) == c.text
+        assert c.index == i and text[c.start : c.end] == c.text and c.text.strip(WHITE_SPACE) == c.text
         assert c.token_count == tok.count(c.text) <= chunker.max_tokens
-        assert c.start >= end and text[end:c.start].strip(WHITE_SPACE) == ""  # in order, nothing but space lost
+        assert c.start >= end and text[end : c.start].strip(WHITE_SPACE) == ""  # in order, nothing but space lost
         end = c.end
     assert text[end:].strip(WHITE_SPACE) == ""
     counter = tok.span_counter(text)
@@ -78,8 +84,8 @@ def test_window_distances(encoder: Encoder) -> None:
     sents = split_sentences(DOC)
     dist = SemanticChunker(encoder, window=2).distances_batch([DOC], [sents])[0]
     for i in (0, 5, 10):  # windows of 2 sentences each side, clipped at the document's edges
-        left = DOC[sents[max(0, i - 1)][0]:sents[i][1]]
-        right = DOC[sents[i + 1][0]:sents[min(len(sents) - 1, i + 2)][1]]
+        left = DOC[sents[max(0, i - 1)][0] : sents[i][1]]
+        right = DOC[sents[i + 1][0] : sents[min(len(sents) - 1, i + 2)][1]]
         a, b = encoder.embed([left, right])
         assert dist[i] == pytest.approx(1 - a @ b, abs=1e-5)
 
@@ -100,13 +106,15 @@ def test_hard_limit_inside_one_sentence(encoder: Encoder) -> None:
     threshold=st.one_of(st.sampled_from(["p50", "p90", "p95", "p99", "p100", "p0"]), st.floats(-0.5, 2.5)),
     window=st.integers(1, 3),
 )
-def test_properties(encoder: Encoder, sentences: list[str], data, max_tokens: int, floor: float,
-                    threshold: float | str, window: int) -> None:
+def test_properties(
+    encoder: Encoder, sentences: list[str], data, max_tokens: int, floor: float, threshold: float | str, window: int
+) -> None:
     rng = random.Random(data.draw(st.integers(0, 2**32)))
     picked = rng.sample(sentences, rng.randint(0, 30))
     text = "".join(s + rng.choice([" ", "  ", "\n", "\n\n", "\t "]) for s in picked)
-    chunker = SemanticChunker(encoder, max_tokens=max_tokens, min_tokens=int(max_tokens * floor),
-                              threshold=threshold, window=window)
+    chunker = SemanticChunker(
+        encoder, max_tokens=max_tokens, min_tokens=int(max_tokens * floor), threshold=threshold, window=window
+    )
     check_chunks(text, chunker.chunk(text), chunker)
 
 

@@ -12,8 +12,10 @@ from chunkforge import _native
 
 from conftest import cf_tokenizer, corpus, hf_tokenizer
 
-TEXT = st.lists(st.sampled_from(list("ab c.\n\t-'é😀x1") + ["tmp464", "https://x.org/a_b", " the", "Ünïcode", "[CLS]"]),
-                max_size=120).map("".join)
+TEXT = st.lists(
+    st.sampled_from(list("ab c.\n\t-'é😀x1") + ["tmp464", "https://x.org/a_b", " the", "Ünïcode", "[CLS]"]),
+    max_size=120,
+).map("".join)
 
 
 def check(kind: str, texts: list[str], strategy: str, max_tokens: int) -> None:
@@ -39,7 +41,10 @@ def test_ids_of_the_shipped_corpus(kind, strategy):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(texts=st.lists(TEXT, min_size=1, max_size=3), strategy=st.sampled_from(["recursive", "sentence", "token"]),
-       max_tokens=st.integers(1, 12))
+@given(
+    texts=st.lists(TEXT, min_size=1, max_size=3),
+    strategy=st.sampled_from(["recursive", "sentence", "token"]),
+    max_tokens=st.integers(1, 12),
+)
 def test_ids_equal_encoding_each_chunk_alone(kind, texts, strategy, max_tokens):
     check(kind, texts, strategy, max_tokens)

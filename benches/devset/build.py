@@ -65,7 +65,9 @@ def main() -> None:
     docs: dict[str, dict] = {}
     queries: list[dict] = []
     counts: Counter = Counter()
-    for folder in sorted(p for p in (HERE / "src").iterdir() if p.is_dir() and (not args.genre or p.name in args.genre)):
+    for folder in sorted(
+        p for p in (HERE / "src").iterdir() if p.is_dir() and (not args.genre or p.name in args.genre)
+    ):
         genre = folder.name
         if not (folder / "queries.jsonl").exists():
             print(f"{genre}: no queries.jsonl yet, left out", file=sys.stderr)
@@ -81,7 +83,11 @@ def main() -> None:
                     d = shipped[line.strip()]
                     names[d["id"]] = d["id"]
                     docs[d["id"]] = {"doc_id": d["id"], "genre": genre, "text": d["text"]}
-        raw = [json.loads(line) for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+        raw = [
+            json.loads(line)
+            for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
         for n, (q, split) in enumerate(zip(raw, split_of(genre, raw)), 1):
             where = f"{folder / 'queries.jsonl'}:{n}"
             if q.get("type") not in TYPES:
@@ -95,8 +101,16 @@ def main() -> None:
                 doc_id = names[ev["doc"]]
                 start, end = locate(docs[doc_id]["text"], ev["quote"], where)
                 refs.append({"doc_id": doc_id, "start": start, "end": end, "text": docs[doc_id]["text"][start:end]})
-            queries.append({"id": f"{genre}-{n:03d}", "query": q["query"], "type": q["type"], "genre": genre,
-                            "split": split, "references": refs})
+            queries.append(
+                {
+                    "id": f"{genre}-{n:03d}",
+                    "query": q["query"],
+                    "type": q["type"],
+                    "genre": genre,
+                    "split": split,
+                    "references": refs,
+                }
+            )
             counts[genre, q["type"]] += 1
     labelled = len(docs)
     pool = sorted(i for i in shipped if i not in docs)

@@ -30,8 +30,11 @@ def keyword_only(*old_order: str, stacklevel: int = 2) -> Callable[[F], F]:
     def wrap(fn: F) -> F:
         import inspect
 
-        positional = [p for p in inspect.signature(fn).parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        positional = [
+            p
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
         allowed = len(positional)
 
         @functools.wraps(fn)
@@ -45,9 +48,12 @@ def keyword_only(*old_order: str, stacklevel: int = 2) -> Callable[[F], F]:
                 for name in names:
                     if name in kwargs:
                         raise TypeError(f"{owner}() got multiple values for argument {name!r}")
-                warnings.warn(f"{owner}(): passing {', '.join(names)} by position is deprecated and will be an "
-                              f"error in the next release; pass {', '.join(f'{n}=' for n in names)} by keyword",
-                              DeprecationWarning, stacklevel=stacklevel)
+                warnings.warn(
+                    f"{owner}(): passing {', '.join(names)} by position is deprecated and will be an "
+                    f"error in the next release; pass {', '.join(f'{n}=' for n in names)} by keyword",
+                    DeprecationWarning,
+                    stacklevel=stacklevel,
+                )
                 kwargs.update(zip(names, extra))
                 args = args[:allowed]
             return fn(*args, **kwargs)

@@ -144,7 +144,11 @@ def _parquet_records(path: str, error: type[Exception]) -> Iterator[tuple[str, d
             for record in batch.to_pylist():
                 row += 1
                 text = record.get(TEXT_KEY)
-                yield f"{path}:{row}", record, len(text.encode("utf-8", "surrogatepass")) if isinstance(text, str) else 0
+                yield (
+                    f"{path}:{row}",
+                    record,
+                    len(text.encode("utf-8", "surrogatepass")) if isinstance(text, str) else 0,
+                )
     except OSError as exc:  # pyarrow's ArrowInvalid is an OSError/ValueError subclass
         raise error(f"cannot read {path}: {exc}") from exc
     except ValueError as exc:
@@ -168,7 +172,9 @@ def json_object(where: str, line: bytes, error: type[Exception] = InputError) ->
     return record
 
 
-def record_doc_id(where: str, record: dict[str, Any], default: str | None = None, error: type[Exception] = InputError) -> str | int:
+def record_doc_id(
+    where: str, record: dict[str, Any], default: str | None = None, error: type[Exception] = InputError
+) -> str | int:
     """The record's document id: ``"doc_id"``, else ``"id"``, else ``default`` (None: an
     error). A string or an integer."""
     key = next((k for k in ID_KEYS if k in record), None)

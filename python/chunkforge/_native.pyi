@@ -83,9 +83,7 @@ class Chunker:
         """``spans_batch`` and ``(token_ids, bounds)``: chunk ``i``'s ids (as if its text were
         encoded alone, no special tokens) are ``token_ids[bounds[i]:bounds[i + 1]]``, from
         the one tokenization the chunker sized on."""
-    def structured_batch(
-        self, texts: Iterable[str], threads: int | None = None
-    ) -> list[tuple[_Ints, list[list[str]]]]:
+    def structured_batch(self, texts: Iterable[str], threads: int | None = None) -> list[tuple[_Ints, list[list[str]]]]:
         """Per text (structured strategies): ``(n, 7)`` rows ``(start, end, token_count,
         section, kind, context_start, context_end)`` (context -1 when none) and the heading
         path of each section."""

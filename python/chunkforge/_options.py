@@ -134,6 +134,7 @@ def chunk_tokenizer(args: Any) -> Tokenizer:
         prefix = "" if args.tokenizer is not None else f"{flag} {args.model}: "
         raise InputError(f"{prefix}{exc}") from exc
 
+
 def parse_levels(spec: str) -> tuple[int, ...]:
     """``"2048,512,128"`` as a tuple of ints."""
     try:
@@ -141,14 +142,18 @@ def parse_levels(spec: str) -> tuple[int, ...]:
     except ValueError as exc:
         raise InputError(f"--levels must be comma-separated integers, got {spec!r}") from exc
 
+
 def load_encoder(args: Any) -> Encoder:
     """The encoder named by ``--model``; InputError names the bad argument."""
     for name in ("threads", "max_batch_tokens", "part_rows"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
-    options = {"on_overflow": args.on_overflow, "max_batch_tokens": args.max_batch_tokens,
-               "intra_op_threads": args.threads}
+    options = {
+        "on_overflow": args.on_overflow,
+        "max_batch_tokens": args.max_batch_tokens,
+        "intra_op_threads": args.threads,
+    }
     try:
         from .encoder import Encoder
 

@@ -46,8 +46,9 @@ class VectorSearch:
             try:
                 import hnswlib
             except ImportError as exc:
-                raise ImportError(f"{len(vectors)} chunks need hnswlib: pip install 'chunkforge[eval]' "
-                                  "(or raise exact_max)") from exc
+                raise ImportError(
+                    f"{len(vectors)} chunks need hnswlib: pip install 'chunkforge[eval]' (or raise exact_max)"
+                ) from exc
             self.index = hnswlib.Index(space="ip", dim=vectors.shape[1])
             self.index.init_index(max_elements=len(vectors), ef_construction=200, M=16, random_seed=0)
             self.index.add_items(self.vectors, np.arange(len(vectors)), num_threads=self.threads)

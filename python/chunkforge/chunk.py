@@ -54,17 +54,41 @@ class Chunk:
 
 
 # the columns of a chunk table, in Chunk's field order
-_COLUMNS = ("text", "start", "end", "token_count", "index", "heading_path", "kind", "context",
-            "id", "parent_id", "level", "children", "embed_text")
+_COLUMNS = (
+    "text",
+    "start",
+    "end",
+    "token_count",
+    "index",
+    "heading_path",
+    "kind",
+    "context",
+    "id",
+    "parent_id",
+    "level",
+    "children",
+    "embed_text",
+)
 
 
 def _arrow_schema(extra: tuple[tuple[str, pa.DataType], ...] = ()) -> pa.Schema:
     import pyarrow as pa
 
-    types = {"text": pa.string(), "start": pa.int64(), "end": pa.int64(), "token_count": pa.int64(),
-             "index": pa.int64(), "heading_path": pa.list_(pa.string()), "kind": pa.string(),
-             "context": pa.string(), "id": pa.string(), "parent_id": pa.string(), "level": pa.int64(),
-             "children": pa.list_(pa.string()), "embed_text": pa.string()}
+    types = {
+        "text": pa.string(),
+        "start": pa.int64(),
+        "end": pa.int64(),
+        "token_count": pa.int64(),
+        "index": pa.int64(),
+        "heading_path": pa.list_(pa.string()),
+        "kind": pa.string(),
+        "context": pa.string(),
+        "id": pa.string(),
+        "parent_id": pa.string(),
+        "level": pa.int64(),
+        "children": pa.list_(pa.string()),
+        "embed_text": pa.string(),
+    }
     return pa.schema([*extra, *((name, types[name]) for name in _COLUMNS)])
 
 
@@ -125,8 +149,11 @@ class ChunkBatch(list[list[Chunk]]):
         if doc_ids is not None and len(doc_ids) != len(self):
             raise ValueError(f"doc_ids has {len(doc_ids)} entries for {len(self)} documents")
         key, kind = ("doc", pa.int64()) if doc_ids is None else ("doc_id", pa.string())
-        rows = [{key: d if doc_ids is None else doc_ids[d], **{name: getattr(c, name) for name in _COLUMNS}}
-                for d, chunks in enumerate(self) for c in chunks]
+        rows = [
+            {key: d if doc_ids is None else doc_ids[d], **{name: getattr(c, name) for name in _COLUMNS}}
+            for d, chunks in enumerate(self)
+            for c in chunks
+        ]
         return pa.Table.from_pylist(rows, schema=_arrow_schema(((key, kind),)))
 
     def to_pandas(self, doc_ids: list[str] | None = None) -> object:

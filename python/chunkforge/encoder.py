@@ -113,10 +113,20 @@ class Encoder:
         self.graph = Path(graph)
         # how to build it again (pickling): the constructor's arguments, or the
         # classmethod that made it (which finds its converted graph in the cache)
-        self._recipe: tuple[Any, ...] = (Encoder, (graph, tokenizer), dict(
-            max_length=max_length, pooling=pooling, normalize=normalize, max_batch_tokens=max_batch_tokens,
-            on_overflow=on_overflow, providers=providers, intra_op_threads=intra_op_threads,
-            inter_op_threads=inter_op_threads))
+        self._recipe: tuple[Any, ...] = (
+            Encoder,
+            (graph, tokenizer),
+            dict(
+                max_length=max_length,
+                pooling=pooling,
+                normalize=normalize,
+                max_batch_tokens=max_batch_tokens,
+                on_overflow=on_overflow,
+                providers=providers,
+                intra_op_threads=intra_op_threads,
+                inter_op_threads=inter_op_threads,
+            ),
+        )
         prefix, suffix = tokenizer.special_tokens
         self._specials = (len(prefix), len(suffix))
         # chunkers made with this tokenizer default to the text tokens the model takes
@@ -129,11 +139,18 @@ class Encoder:
         model = _load_graph(self.graph)
         self._inputs, self._output = _graph_io(model, self.graph)
         # one session for both outputs: ORT runs only the nodes a requested output needs
-        self._session = _session(self.graph, self.providers, intra_op_threads, inter_op_threads,
-                                 _with_pooled_output(model, self._output, pooling, normalize))
+        self._session = _session(
+            self.graph,
+            self.providers,
+            intra_op_threads,
+            inter_op_threads,
+            _with_pooled_output(model, self._output, pooling, normalize),
+        )
         self._query_session: ort.InferenceSession | None = None
         self._cuda = self._session.get_providers()[0] == "CUDAExecutionProvider"
-        self.max_batch_tokens = max_batch_tokens or (DEFAULT_GPU_BATCH_TOKENS if self._cuda else DEFAULT_CPU_BATCH_TOKENS)
+        self.max_batch_tokens = max_batch_tokens or (
+            DEFAULT_GPU_BATCH_TOKENS if self._cuda else DEFAULT_CPU_BATCH_TOKENS
+        )
         self._prefix, self._suffix = np.array(prefix, np.int64), np.array(suffix, np.int64)
         self._pad_id = tokenizer.pad_id
         ids, mask, _, _ = tokenizer.encode_padded([""], max_length)
@@ -157,14 +174,19 @@ class Encoder:
         if graph is None:
             if (folder / "model.safetensors").is_file():
                 return cls.from_pretrained(folder, **options)  # type: ignore[arg-type]
-            raise FileNotFoundError(f"no model.onnx or onnx/model.onnx (nor model.safetensors) in model folder {folder}")
+            raise FileNotFoundError(
+                f"no model.onnx or onnx/model.onnx (nor model.safetensors) in model folder {folder}"
+            )
         encoder = cls._from_folder(graph, folder, options)
         encoder._recipe = (Encoder.from_dir, (str(folder),), options)
         return encoder
 
     @classmethod
     def from_pretrained(
-        cls, path: str | os.PathLike[str], variant: str = "optimized", show_progress: bool | None = None,
+        cls,
+        path: str | os.PathLike[str],
+        variant: str = "optimized",
+        show_progress: bool | None = None,
         **options: object,
     ) -> Encoder:
         """An encoder for a BERT-family model folder holding ``model.safetensors``,
@@ -222,8 +244,10 @@ class Encoder:
         settings = {**read_model_config(folder), **options}
         limit = _read_json(folder / "config.json").get("max_position_embeddings")
         if isinstance(limit, int) and int(settings.get("max_length", 256)) > limit:  # type: ignore[call-overload]
-            raise ValueError(f"max_length={settings['max_length']} exceeds the model's {limit} positions "
-                             f"(max_position_embeddings in {folder / 'config.json'})")
+            raise ValueError(
+                f"max_length={settings['max_length']} exceeds the model's {limit} positions "
+                f"(max_position_embeddings in {folder / 'config.json'})"
+            )
         return cls(graph, Tokenizer.from_pretrained(folder), **settings)  # type: ignore[arg-type]
 
     def embed(self, texts: Iterable[str], show_progress: bool | None | ProgressBar = False) -> np.ndarray:
@@ -336,9 +360,9 @@ class Encoder:
         for row, content in enumerate(token_ids):
             kept = min(len(content), room)
             ids[row, :head] = self._prefix
-            ids[row, head:head + kept] = content[:kept]
-            ids[row, head + kept:head + kept + tail] = self._suffix
-            mask[row, :head + kept + tail] = 1
+            ids[row, head : head + kept] = content[:kept]
+            ids[row, head + kept : head + kept + tail] = self._suffix
+            mask[row, : head + kept + tail] = 1
         return ids, mask
 
     def token_embeddings(self, texts: Iterable[str]) -> list[TokenEmbeddings]:
@@ -357,7 +381,7 @@ class Encoder:
             for row, i in enumerate(idx):
                 n = int(mask[row].sum())
                 special = np.zeros(n, bool)
-                special[:head] = special[n - tail:] = True
+                special[:head] = special[n - tail :] = True
                 out[i] = TokenEmbeddings(states[row, :n].copy(), offsets[row, :n].copy(), special)
         return out  # type: ignore[return-value]
 
@@ -390,8 +414,7 @@ class Encoder:
         one (both release the GIL), so that a GPU is not left waiting on the host."""
 
         def encode(idx: np.ndarray) -> _Padded:
-            return self.tokenizer.encode_padded([texts[i] for i in idx], self.max_length,
-                                                return_offsets=return_offsets)
+            return self.tokenizer.encode_padded([texts[i] for i in idx], self.max_length, return_offsets=return_offsets)
 
         if len(batches) <= 1:
             yield from ((idx, encode(idx)) for idx in batches)
@@ -436,8 +459,9 @@ class Encoder:
         lengths = self.tokenizer.count_batch(texts) + sum(self._specials)
         return self._length_batches(lengths, [f"texts[{i}]" for i in range(len(texts))], 5, max_texts)
 
-    def _length_batches(self, lengths: np.ndarray, names: list[str], stacklevel: int,
-                        max_texts: int | None = None) -> list[np.ndarray]:
+    def _length_batches(
+        self, lengths: np.ndarray, names: list[str], stacklevel: int, max_texts: int | None = None
+    ) -> list[np.ndarray]:
         """:meth:`_batches` given the texts' token counts (special tokens included)."""
         self._check_overflow(lengths, names, stacklevel=stacklevel)
         return self.length_batches(lengths, max_texts)
@@ -453,7 +477,7 @@ class Encoder:
             size = max(1, self.max_batch_tokens // int(lengths[order[start]]))
             if max_texts is not None:
                 size = min(size, max_texts)
-            batches.append(order[start:start + size])
+            batches.append(order[start : start + size])
             start += size
         return batches
 
@@ -499,8 +523,10 @@ class Encoder:
         return result
 
     def __repr__(self) -> str:
-        return (f"Encoder({str(self.graph)!r}, max_length={self.max_length}, pooling={self.pooling!r}, "
-                f"normalize={self.normalize}, providers={self._session.get_providers()})")
+        return (
+            f"Encoder({str(self.graph)!r}, max_length={self.max_length}, pooling={self.pooling!r}, "
+            f"normalize={self.normalize}, providers={self._session.get_providers()})"
+        )
 
 
 def default_providers() -> list[str]:
@@ -587,12 +613,16 @@ def _graph_io(model: onnx.ModelProto, graph: Path) -> tuple[dict[str, type], str
         if node.name in weights:
             continue
         if node.name not in ("input_ids", "attention_mask", "token_type_ids"):
-            raise ValueError(f"{graph}: unexpected graph input {node.name!r} (a BERT graph takes "
-                             "input_ids, attention_mask and optionally token_type_ids)")
+            raise ValueError(
+                f"{graph}: unexpected graph input {node.name!r} (a BERT graph takes "
+                "input_ids, attention_mask and optionally token_type_ids)"
+            )
         elem = node.type.tensor_type.elem_type
         if elem not in dtypes:
-            raise ValueError(f"{graph}: input {node.name!r} has type "
-                             f"{onnx.TensorProto.DataType.Name(elem).lower()}, expected int64 or int32")
+            raise ValueError(
+                f"{graph}: input {node.name!r} has type "
+                f"{onnx.TensorProto.DataType.Name(elem).lower()}, expected int64 or int32"
+            )
         inputs[node.name] = dtypes[elem]
     for name in ("input_ids", "attention_mask"):
         if name not in inputs:
@@ -601,8 +631,10 @@ def _graph_io(model: onnx.ModelProto, graph: Path) -> tuple[dict[str, type], str
     named = [name for name in TOKEN_OUTPUTS if name in outputs]
     ranked = [name for name, node in outputs.items() if len(node.type.tensor_type.shape.dim) == 3]
     if not named and not ranked:
-        raise ValueError(f"{graph}: no token-states output ({' or '.join(TOKEN_OUTPUTS)}, "
-                         f"or any [batch, sequence, hidden] output) among {', '.join(outputs)}")
+        raise ValueError(
+            f"{graph}: no token-states output ({' or '.join(TOKEN_OUTPUTS)}, "
+            f"or any [batch, sequence, hidden] output) among {', '.join(outputs)}"
+        )
     return inputs, (named or ranked)[0]
 
 
@@ -671,4 +703,3 @@ def _check_texts(texts: Iterable[str], name: str = "texts") -> list[str]:
 def _call(func: Callable[..., object], args: tuple[Any, ...], kwargs: dict[str, Any]) -> object:
     """``func(*args, **kwargs)``: how an :class:`Encoder` unpickles."""
     return func(*args, **kwargs)
-

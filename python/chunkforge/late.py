@@ -113,8 +113,10 @@ class LateChunker:
         self.segment_tokens = encoder.max_length - head - tail
         self.segment_overlap = check_int("segment_overlap", segment_overlap, 0)
         if self.segment_overlap >= self.segment_tokens:
-            raise ValueError(f"segment_overlap ({segment_overlap}) must be smaller than the encoder's window "
-                             f"({self.segment_tokens} tokens: max_length {encoder.max_length} minus special tokens)")
+            raise ValueError(
+                f"segment_overlap ({segment_overlap}) must be smaller than the encoder's window "
+                f"({self.segment_tokens} tokens: max_length {encoder.max_length} minus special tokens)"
+            )
         prefix, suffix = encoder.tokenizer.special_tokens
         self._prefix = np.array(prefix, np.int64)
         self._suffix = np.array(suffix, np.int64)
@@ -222,7 +224,7 @@ class LateChunker:
             tok = docs[d][1]
             lo, hi = np.searchsorted(tok.segment, [w, w + 1])
             start = tok.segments[w, 0]
-            tok.vectors[lo:hi] = states[r, head + lo - start:head + hi - start]
+            tok.vectors[lo:hi] = states[r, head + lo - start : head + hi - start]
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as its parameters (chunker and encoder re-created from their configuration)."""
@@ -243,7 +245,8 @@ def _spans(text: str, chunks: Sequence[SpanLike], doc: int) -> np.ndarray:
     for k, c in enumerate(chunks):
         start, end = (c.start, c.end) if isinstance(c, Chunk) else c
         if not 0 <= start < end <= len(text):
-            raise ValueError(f"chunks[{doc}][{k}] = ({start}, {end}) is not a non-empty span of the text "
-                             f"(0..{len(text)})")
+            raise ValueError(
+                f"chunks[{doc}][{k}] = ({start}, {end}) is not a non-empty span of the text (0..{len(text)})"
+            )
         out[k] = start, end
     return out

@@ -62,7 +62,9 @@ _CONVERSION_STEPS = {
 
 
 def ensure_variant(
-    model_dir: str | os.PathLike[str], variant: str = "optimized", cache: Path | None = None,
+    model_dir: str | os.PathLike[str],
+    variant: str = "optimized",
+    cache: Path | None = None,
     show_progress: bool | None = None,
 ) -> Path:
     """Path of ``variant`` of the BERT model in ``model_dir``, converting on first use
@@ -86,8 +88,9 @@ def ensure_variant(
     folder.mkdir(parents=True, exist_ok=True)
     from ._progress import progress
 
-    with progress(show_progress, total=len(missing), unit=" steps",
-                  desc=f"converting {model_dir.name} to ONNX ({variant}, once)") as bar:
+    with progress(
+        show_progress, total=len(missing), unit=" steps", desc=f"converting {model_dir.name} to ONNX ({variant}, once)"
+    ) as bar:
         for step in missing:
             bar.set_postfix_str(step)
             path = folder / f"model-{step}.onnx"
@@ -95,8 +98,10 @@ def ensure_variant(
                 model = build_bert_graph(weights, json.loads(config.read_text(encoding="utf-8")))
                 _write_atomic(path, functools.partial(_save, model))
             elif step in ("optimized", "fp16"):
-                _write_atomic(path, functools.partial(optimize, folder / "model-fp32.onnx", config_path=config,
-                                                      fp16=step == "fp16"))
+                _write_atomic(
+                    path,
+                    functools.partial(optimize, folder / "model-fp32.onnx", config_path=config, fp16=step == "fp16"),
+                )
             else:
                 _write_atomic(path, lambda tmp: quantize_int8(folder / "model-optimized.onnx", tmp, model_dir))
             write_checksum(path)
@@ -134,8 +139,10 @@ def build_bert_graph(weights: Path, config: dict[str, Any]) -> onnx.ModelProto:
     from safetensors.numpy import load_file
 
     if config.get("model_type") != "bert" or config.get("hidden_act", "gelu") != "gelu":
-        raise ValueError(f"config.json describes model_type={config.get('model_type')!r}, "
-                         f"hidden_act={config.get('hidden_act')!r}; only BERT with erf GELU is supported")
+        raise ValueError(
+            f"config.json describes model_type={config.get('model_type')!r}, "
+            f"hidden_act={config.get('hidden_act')!r}; only BERT with erf GELU is supported"
+        )
     try:
         w = {k.removeprefix("bert."): v for k, v in load_file(str(weights)).items()}
     except Exception as exc:
@@ -163,7 +170,10 @@ def build_bert_graph(weights: Path, config: dict[str, Any]) -> onnx.ModelProto:
         return node("Add", [mm, init(f"{prefix}.bias", param(f"{prefix}.bias"))], f"{name}_add")
 
     def layer_norm(x: str, prefix: str, name: str) -> str:
-        scale, bias = init(f"{prefix}.weight", param(f"{prefix}.weight")), init(f"{prefix}.bias", param(f"{prefix}.bias"))
+        scale, bias = (
+            init(f"{prefix}.weight", param(f"{prefix}.weight")),
+            init(f"{prefix}.bias", param(f"{prefix}.bias")),
+        )
         return node("LayerNormalization", [x, scale, bias], name, axis=-1, epsilon=eps)
 
     init("zero_i64", np.array([0], np.int64))
@@ -182,24 +192,43 @@ def build_bert_graph(weights: Path, config: dict[str, Any]) -> onnx.ModelProto:
     seq_len = node("Shape", ["input_ids"], "seq_len", start=1, end=2)
     pos_table = init("position_embeddings", param("embeddings.position_embeddings.weight"))
     positions = node("Slice", [pos_table, "zero_i64", seq_len, "zero_i64"], "positions")
-    types = node("Gather", [init("token_type_embeddings", param("embeddings.token_type_embeddings.weight")),
-                            "token_type_ids"], "types")
+    types = node(
+        "Gather",
+        [init("token_type_embeddings", param("embeddings.token_type_embeddings.weight")), "token_type_ids"],
+        "types",
+    )
     summed = node("Add", [node("Add", [words, positions], "words_positions"), types], "embeddings_sum")
     x = layer_norm(summed, "embeddings.LayerNorm", "embeddings_ln")
 
     # Additive mask (1 - mask) * -10000, shape [batch, 1, 1, sequence].
     mask = node("Unsqueeze", [node("Unsqueeze", ["attention_mask", "axis1"], "mask_u1"), "axis2"], "mask_u2")
-    mask = node("Mul", [node("Sub", ["one_f", node("Cast", [mask], "mask_f", to=TensorProto.FLOAT)], "mask_inv"),
-                        "mask_value"], "mask_bias")
+    mask = node(
+        "Mul",
+        [node("Sub", ["one_f", node("Cast", [mask], "mask_f", to=TensorProto.FLOAT)], "mask_inv"), "mask_value"],
+        "mask_bias",
+    )
 
     for i in range(int(config["num_hidden_layers"])):
         p, n = f"encoder.layer.{i}", f"l{i}"
 
         q, k, v = (
-            node("Transpose", [node("Reshape", [dense(x, f"{p}.attention.self.{name}", f"{n}_{tag}"), "heads_shape"],
-                                    f"{n}_{tag}_heads")], f"{n}_{tag}_t", perm=perm)
-            for name, tag, perm in (("query", "q", [0, 2, 1, 3]), ("key", "k", [0, 2, 3, 1]),
-                                    ("value", "v", [0, 2, 1, 3]))
+            node(
+                "Transpose",
+                [
+                    node(
+                        "Reshape",
+                        [dense(x, f"{p}.attention.self.{name}", f"{n}_{tag}"), "heads_shape"],
+                        f"{n}_{tag}_heads",
+                    )
+                ],
+                f"{n}_{tag}_t",
+                perm=perm,
+            )
+            for name, tag, perm in (
+                ("query", "q", [0, 2, 1, 3]),
+                ("key", "k", [0, 2, 3, 1]),
+                ("value", "v", [0, 2, 1, 3]),
+            )
         )
         scores = node("Div", [node("MatMul", [q, k], f"{n}_qk"), "sqrt_head"], f"{n}_scaled")
         probs = node("Softmax", [node("Add", [scores, mask], f"{n}_masked")], f"{n}_probs", axis=-1)
@@ -209,17 +238,21 @@ def build_bert_graph(weights: Path, config: dict[str, Any]) -> onnx.ModelProto:
         x = layer_norm(node("Add", [attn, x], f"{n}_attn_residual"), f"{p}.attention.output.LayerNorm", f"{n}_attn_ln")
         up = dense(x, f"{p}.intermediate.dense", f"{n}_ffn_up")
         erf = node("Erf", [node("Div", [up, "sqrt2"], f"{n}_gelu_div")], f"{n}_gelu_erf")
-        gelu = node("Mul", [node("Mul", [up, node("Add", [erf, "one_f"], f"{n}_gelu_add")], f"{n}_gelu_mul"), "half"],
-                    f"{n}_gelu")
+        gelu = node(
+            "Mul",
+            [node("Mul", [up, node("Add", [erf, "one_f"], f"{n}_gelu_add")], f"{n}_gelu_mul"), "half"],
+            f"{n}_gelu",
+        )
         down = dense(gelu, f"{p}.output.dense", f"{n}_ffn_down")
         x = layer_norm(node("Add", [down, x], f"{n}_ffn_residual"), f"{p}.output.LayerNorm", f"{n}_ffn_ln")
     nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="output"))
 
-    ids = [helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "sequence"])
-           for name in ("input_ids", "attention_mask", "token_type_ids")]
+    ids = [
+        helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "sequence"])
+        for name in ("input_ids", "attention_mask", "token_type_ids")
+    ]
     out = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", hidden])
-    graph = helper.make_graph(nodes, "bert", ids, [out],
-                              [onnx.numpy_helper.from_array(v, k) for k, v in inits.items()])
+    graph = helper.make_graph(nodes, "bert", ids, [out], [onnx.numpy_helper.from_array(v, k) for k, v in inits.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="chunkforge")
     model.ir_version = 8
     onnx.checker.check_model(model)
@@ -233,8 +266,14 @@ def optimize(src: Path, dst: Path, config_path: Path, fp16: bool = False) -> Non
 
     config = json.loads(config_path.read_text(encoding="utf-8"))
     # opt_level=0: the Python fusions alone (ORT's own pass in this function imports PyTorch)
-    model = optimizer.optimize_model(str(src), model_type="bert", num_heads=int(config["num_attention_heads"]),
-                                     hidden_size=int(config["hidden_size"]), use_gpu=False, opt_level=0)
+    model = optimizer.optimize_model(
+        str(src),
+        model_type="bert",
+        num_heads=int(config["num_attention_heads"]),
+        hidden_size=int(config["hidden_size"]),
+        use_gpu=False,
+        opt_level=0,
+    )
     fused = model.get_fused_operator_statistics()
     layers = int(config["num_hidden_layers"])
     if fused.get("Attention", 0) != layers or fused.get("SkipLayerNormalization", 0) < 2 * layers - 1:
@@ -270,9 +309,15 @@ def quantize_int8(src: Path, dst: Path, model_dir: Path) -> None:
     quantized = [n.name for n in _weighted_nodes(model)]
     maxima = _activation_maxima(model, calibration_texts(model_dir / "tokenizer.json"), model_dir)
     _suppress_outliers(model, maxima)
-    quantize_dynamic(model, str(dst), weight_type=QuantType.QInt8, per_channel=True,
-                     op_types_to_quantize=["MatMul", "Attention"], nodes_to_quantize=quantized,
-                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    quantize_dynamic(
+        model,
+        str(dst),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        op_types_to_quantize=["MatMul", "Attention"],
+        nodes_to_quantize=quantized,
+        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+    )
 
 
 def calibration_texts(tokenizer_json: Path, n: int = CALIBRATION_TEXTS, seed: int = 0) -> list[str]:
@@ -336,7 +381,7 @@ def _activation_maxima(model: onnx.ModelProto, texts: list[str], model_dir: Path
     maxima = {n: np.zeros(0, np.float32) for n in names}
     texts = sorted(texts, key=len)
     for start in range(0, len(texts), 16):
-        ids, mask, _, _ = tokenizer.encode_padded(texts[start:start + 16], 256)
+        ids, mask, _, _ = tokenizer.encode_padded(texts[start : start + 16], 256)
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         real = mask.astype(bool)
         for name, value in zip(names, session.run(names, feed)):
@@ -365,25 +410,35 @@ def _suppress_outliers(model: onnx.ModelProto, maxima: dict[str, np.ndarray]) ->
             keep = np.ones(weight.shape[0], np.float32)
             keep[top] = 0.0
             inits[node.input[1]].CopyFrom(numpy_helper.from_array(weight * keep[:, None], node.input[1]))
-            model.graph.initializer.extend([numpy_helper.from_array(keep, f"{name}_keep"),
-                                            numpy_helper.from_array(top, f"{name}_outliers"),
-                                            numpy_helper.from_array(weight[top], f"{name}_outlier_weight")])
+            model.graph.initializer.extend(
+                [
+                    numpy_helper.from_array(keep, f"{name}_keep"),
+                    numpy_helper.from_array(top, f"{name}_outliers"),
+                    numpy_helper.from_array(weight[top], f"{name}_outlier_weight"),
+                ]
+            )
             before[name] = [
                 helper.make_node("Mul", [x, f"{name}_keep"], [f"{name}_inliers"], name=f"{name}_keep"),
-                helper.make_node("Gather", [x, f"{name}_outliers"], [f"{name}_outlier_in"], name=f"{name}_gather",
-                                 axis=2),
-                helper.make_node("MatMul", [f"{name}_outlier_in", f"{name}_outlier_weight"], [f"{name}_outlier_out"],
-                                 name=f"{name}_outliers_fp32"),
+                helper.make_node(
+                    "Gather", [x, f"{name}_outliers"], [f"{name}_outlier_in"], name=f"{name}_gather", axis=2
+                ),
+                helper.make_node(
+                    "MatMul",
+                    [f"{name}_outlier_in", f"{name}_outlier_weight"],
+                    [f"{name}_outlier_out"],
+                    name=f"{name}_outliers_fp32",
+                ),
             ]
             output = node.output[0]
             node.input[0], node.output[0] = f"{name}_inliers", f"{name}_int8"
-            after[name] = [helper.make_node("Add", [f"{name}_int8", f"{name}_outlier_out"], [output],
-                                            name=f"{name}_sum")]
+            after[name] = [
+                helper.make_node("Add", [f"{name}_int8", f"{name}_outlier_out"], [output], name=f"{name}_sum")
+            ]
         else:
             alpha = SMOOTH_ALPHA["attention" if source == "Attention" else "layer_norm"]
             amax = np.maximum(maxima[x], 1e-5)
             wmax = np.maximum(np.abs(weight).max(1), 1e-5)
-            s = np.clip(amax ** alpha / wmax ** (1 - alpha), 1e-3, 1e3).astype(np.float32)
+            s = np.clip(amax**alpha / wmax ** (1 - alpha), 1e-3, 1e3).astype(np.float32)
             inits[node.input[1]].CopyFrom(numpy_helper.from_array(weight * s[:, None], node.input[1]))
             model.graph.initializer.append(numpy_helper.from_array((1 / s).astype(np.float32), f"{name}_smooth"))
             before[name] = [helper.make_node("Mul", [x, f"{name}_smooth"], [f"{name}_smoothed"], name=f"{name}_smooth")]
@@ -393,8 +448,9 @@ def _suppress_outliers(model: onnx.ModelProto, maxima: dict[str, np.ndarray]) ->
     model.graph.node.extend(nodes)
 
 
-def onnx_node(op: str, inputs: list[str], outputs: list[str], name: str | None = None, /,
-              **attrs: OnnxAttribute) -> onnx.NodeProto:
+def onnx_node(
+    op: str, inputs: list[str], outputs: list[str], name: str | None = None, /, **attrs: OnnxAttribute
+) -> onnx.NodeProto:
     """``onnx.helper.make_node`` with typed attributes, added as it adds them (sorted by name)."""
     from onnx import helper
 

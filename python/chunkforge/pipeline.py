@@ -142,23 +142,42 @@ class JobSpec:
 
     def encoder(self) -> Encoder:
         """The encoder this job embeds with."""
-        return load_encoder(SimpleNamespace(model=self.model, variant=self.variant, on_overflow=self.on_overflow,
-                                            max_batch_tokens=self.max_batch_tokens, threads=self.threads,
-                                            part_rows=None, no_progress=True))
+        return load_encoder(
+            SimpleNamespace(
+                model=self.model,
+                variant=self.variant,
+                on_overflow=self.on_overflow,
+                max_batch_tokens=self.max_batch_tokens,
+                threads=self.threads,
+                part_rows=None,
+                no_progress=True,
+            )
+        )
 
     def chunker_config(self, encoder: Encoder) -> dict[str, Any]:
         """The chunker settings as recorded in the manifest (``max_tokens`` resolved)."""
         head, tail = encoder.special_token_counts
         max_tokens = self.max_tokens or encoder.max_length - head - tail
-        return {"strategy": self.strategy, "max_tokens": max_tokens, "overlap": self.overlap,
-                "tokenizer": "the model's"}
+        return {
+            "strategy": self.strategy,
+            "max_tokens": max_tokens,
+            "overlap": self.overlap,
+            "tokenizer": "the model's",
+        }
 
     def chunkers(self, encoder: Encoder) -> ChunkerSet:
         """The chunkers, on the encoder's tokenizer."""
         config = self.chunker_config(encoder)
-        return ChunkerSet(SimpleNamespace(strategy=self.strategy, tokenizer=encoder.tokenizer,
-                                          max_tokens=config["max_tokens"], overlap=self.overlap,
-                                          levels="", model=None))
+        return ChunkerSet(
+            SimpleNamespace(
+                strategy=self.strategy,
+                tokenizer=encoder.tokenizer,
+                max_tokens=config["max_tokens"],
+                overlap=self.overlap,
+                levels="",
+                model=None,
+            )
+        )
 
 
 @dataclass
@@ -179,9 +198,11 @@ class JobSummary:
 
     def line(self) -> str:
         """The one-line summary the CLI prints."""
-        return (f"{self.docs} docs, {self.rows} chunks, {self.tokens} tokens: {self.embedded} chunks embedded, "
-                f"{self.cached} from the vector cache; {self.shards_built} shards built, "
-                f"{self.shards_kept} kept -> {self.out}")
+        return (
+            f"{self.docs} docs, {self.rows} chunks, {self.tokens} tokens: {self.embedded} chunks embedded, "
+            f"{self.cached} from the vector cache; {self.shards_built} shards built, "
+            f"{self.shards_kept} kept -> {self.out}"
+        )
 
 
 class ShardStats(NamedTuple):
@@ -341,8 +362,14 @@ def shard_schema(dim: int, spec: JobSpec, metadata: dict[str, str]) -> pa.Schema
     (text,) text_hash, vector (fixed-size list of float32 or float16)."""
     import pyarrow as pa
 
-    fields = [("doc_id", pa.string()), ("chunk_id", pa.string()), ("start", pa.int64()), ("end", pa.int64()),
-              ("token_count", pa.int32()), ("heading_path", pa.list_(pa.string()))]
+    fields = [
+        ("doc_id", pa.string()),
+        ("chunk_id", pa.string()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("token_count", pa.int32()),
+        ("heading_path", pa.list_(pa.string())),
+    ]
     if spec.with_text:
         fields.append(("text", pa.string()))
     fields += [("text_hash", pa.string()), ("vector", pa.list_(getattr(pa, spec.dtype)(), dim))]
@@ -416,7 +443,9 @@ class ShardBuilder:
     """Chunks, tokenizes and embeds batches of documents into shard tables, and writes them.
     The local job and each Ray actor run this same code, so their rows are the same."""
 
-    def __init__(self, spec: JobSpec, out: str | os.PathLike[str], vectors: str, encoder: Encoder | None = None) -> None:
+    def __init__(
+        self, spec: JobSpec, out: str | os.PathLike[str], vectors: str, encoder: Encoder | None = None
+    ) -> None:
         self.spec = spec
         self.encoder = encoder or spec.encoder()
         self.chunkers = spec.chunkers(self.encoder)
@@ -478,8 +507,9 @@ class ShardBuilder:
         """Chunks, embeds and writes one batch's shard (what a Ray actor does per batch)."""
         table, embedded, embedded_tokens = self.embed(self.chunk(docs))
         self.write(key, table)
-        return ShardStats(len(docs), table.num_rows, int(np.sum(table.column("token_count"))), embedded,
-                          embedded_tokens)
+        return ShardStats(
+            len(docs), table.num_rows, int(np.sum(table.column("token_count"))), embedded, embedded_tokens
+        )
 
 
 # ---------------------------------------------------------------- the job
@@ -519,8 +549,9 @@ class Progress:
         s.shards_kept += not built
         assert self.bar is not None
         elapsed = max(time.perf_counter() - self.started, 1e-9)
-        self.bar.set_postfix_str(f"{s.embedded_tokens / elapsed:,.0f} tok/s, {s.rows} chunks "
-                                 f"({s.embedded} embedded)", refresh=False)
+        self.bar.set_postfix_str(
+            f"{s.embedded_tokens / elapsed:,.0f} tok/s, {s.rows} chunks ({s.embedded} embedded)", refresh=False
+        )
         self.bar.update(stats.docs)
 
 
@@ -637,8 +668,7 @@ def run(
         raise InputError(f"cannot write --out {root}: {exc.strerror or exc}") from exc
     fingerprint = model_fingerprint(encoder)
     vectors = json.dumps({"model": fingerprint, "dtype": spec.dtype})
-    settings = json.dumps([FORMAT, vectors, chunker, spec.with_text, spec.id_column, spec.text_column,
-                           spec.shard_docs])
+    settings = json.dumps([FORMAT, vectors, chunker, spec.with_text, spec.id_column, spec.text_column, spec.shard_docs])
     summary = JobSummary(out=str(root))
     shards: list[dict[str, Any]] = []
     show = sys.stderr.isatty() if progress is None else progress
@@ -655,14 +685,23 @@ def run(
     manifest = {
         "format": FORMAT,
         "chunkforge_version": package_version(),
-        "model": {"name": spec.model, "variant": spec.variant if spec.model == "default" else None,
-                  "fingerprint": fingerprint, "graph": encoder.graph.name, "dim": encoder.dim,
-                  "max_length": encoder.max_length, "pooling": encoder.pooling, "normalize": encoder.normalize},
+        "model": {
+            "name": spec.model,
+            "variant": spec.variant if spec.model == "default" else None,
+            "fingerprint": fingerprint,
+            "graph": encoder.graph.name,
+            "dim": encoder.dim,
+            "max_length": encoder.max_length,
+            "pooling": encoder.pooling,
+            "normalize": encoder.normalize,
+        },
         "chunker": chunker,
         "vector_dtype": spec.dtype,
         "with_text": spec.with_text,
         "columns": {"id": spec.id_column, "text": spec.text_column},
-        "docs": summary.docs, "rows": summary.rows, "tokens": summary.tokens,
+        "docs": summary.docs,
+        "rows": summary.rows,
+        "tokens": summary.tokens,
         "shards": shards,
     }
     with atomic_file(root / MANIFEST) as tmp:
@@ -676,8 +715,9 @@ def run(
     return summary
 
 
-def build_locally(planned: Iterator[Planned], builder: ShardBuilder, bar: Progress,
-                  shards: list[dict[str, Any]]) -> None:
+def build_locally(
+    planned: Iterator[Planned], builder: ShardBuilder, bar: Progress, shards: list[dict[str, Any]]
+) -> None:
     """Builds the missing shards in this process: the next batch is chunked and tokenized
     on a worker thread, and the last one written on another, while this one embeds the
     current batch."""
@@ -696,8 +736,9 @@ def build_locally(planned: Iterator[Planned], builder: ShardBuilder, bar: Progre
                 if written is not None:
                     written.result()  # one shard in flight at most; its error surfaces here
                 written = writer.submit(builder.write, item.key, table)
-                stats = ShardStats(len(item.docs), table.num_rows, int(np.sum(table.column("token_count"))),
-                                   embedded, embedded_tokens)
+                stats = ShardStats(
+                    len(item.docs), table.num_rows, int(np.sum(table.column("token_count"))), embedded, embedded_tokens
+                )
             shards.append(shard_entry(item.key, stats))
             bar.update(stats, batch is not None)
         if written is not None:
@@ -779,35 +820,76 @@ def add_parser(commands: Any) -> None:
         "chunk (doc_id, chunk_id, start, end, token_count, heading_path, [text], text_hash, vector) and "
         "manifest.json. A rerun re-embeds only what changed and resumes after a crash.",
     )
-    cmd.add_argument("paths", nargs="+", metavar="DOCS",
-                     help="a text file, a folder (its .md/.txt/.rst/.adoc files), a .jsonl/.jsonl.gz file, "
-                     "a Parquet file or folder of Parquet files, or - (JSONL on stdin)")
+    cmd.add_argument(
+        "paths",
+        nargs="+",
+        metavar="DOCS",
+        help="a text file, a folder (its .md/.txt/.rst/.adoc files), a .jsonl/.jsonl.gz file, "
+        "a Parquet file or folder of Parquet files, or - (JSONL on stdin)",
+    )
     cmd.add_argument("--out", required=True, metavar="DATASET", help="dataset folder (created, or updated in place)")
-    cmd.add_argument("--model", default="default", metavar="DIR|default",
-                     help="model folder, or `default` (all-MiniLM-L6-v2)")
-    cmd.add_argument("--variant", choices=("optimized", "fp32", "int8", "fp16"), default="optimized",
-                     help="graph variant of the default model (default optimized)")
+    cmd.add_argument(
+        "--model", default="default", metavar="DIR|default", help="model folder, or `default` (all-MiniLM-L6-v2)"
+    )
+    cmd.add_argument(
+        "--variant",
+        choices=("optimized", "fp32", "int8", "fp16"),
+        default="optimized",
+        help="graph variant of the default model (default optimized)",
+    )
     cmd.add_argument("--strategy", choices=STRATEGIES, default="recursive", help="how to cut (default recursive)")
-    cmd.add_argument("--max-tokens", type=int, metavar="N",
-                     help="token limit per chunk (default: the model's window, 254 for all-MiniLM-L6-v2)")
-    cmd.add_argument("--overlap", type=int, default=0, metavar="N",
-                     help="tokens repeated between chunks; sentences for --strategy sentence (default 0)")
-    cmd.add_argument("--id-column", metavar="NAME",
-                     help="document id field of JSONL records and Parquet rows (default: doc_id, else id)")
-    cmd.add_argument("--text-column", default="text", metavar="NAME",
-                     help="document text field of JSONL records and Parquet rows (default text)")
+    cmd.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="token limit per chunk (default: the model's window, 254 for all-MiniLM-L6-v2)",
+    )
+    cmd.add_argument(
+        "--overlap",
+        type=int,
+        default=0,
+        metavar="N",
+        help="tokens repeated between chunks; sentences for --strategy sentence (default 0)",
+    )
+    cmd.add_argument(
+        "--id-column",
+        metavar="NAME",
+        help="document id field of JSONL records and Parquet rows (default: doc_id, else id)",
+    )
+    cmd.add_argument(
+        "--text-column",
+        default="text",
+        metavar="NAME",
+        help="document text field of JSONL records and Parquet rows (default text)",
+    )
     cmd.add_argument("--with-text", action="store_true", help="store each chunk's text in the rows")
     cmd.add_argument("--float16", action="store_true", help="store vectors as float16 (default float32)")
     cmd.add_argument("--lancedb", metavar="PATH", help="also write the rows to this LanceDB database (table chunks)")
-    cmd.add_argument("--ray", metavar="ADDRESS",
-                     help="chunk and embed on a Ray cluster: its address, `auto`, or `local` for a new local one")
+    cmd.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="chunk and embed on a Ray cluster: its address, `auto`, or `local` for a new local one",
+    )
     cmd.add_argument("--ray-actors", type=int, metavar="N", help="encoder actors on Ray (default: one per GPU, else 2)")
-    cmd.add_argument("--on-overflow", choices=("warn", "truncate", "error"), default="warn",
-                     help="chunks longer than the model's window: truncate with a warning (default), quietly, or stop")
-    cmd.add_argument("--max-batch-tokens", type=int, metavar="N",
-                     help="padded tokens per encoder batch (default: 512 on CPU, 16384 on GPU)")
-    cmd.add_argument("--shard-docs", type=int, default=SHARD_DOCS, metavar="N",
-                     help=f"mean documents per shard (default {SHARD_DOCS})")
+    cmd.add_argument(
+        "--on-overflow",
+        choices=("warn", "truncate", "error"),
+        default="warn",
+        help="chunks longer than the model's window: truncate with a warning (default), quietly, or stop",
+    )
+    cmd.add_argument(
+        "--max-batch-tokens",
+        type=int,
+        metavar="N",
+        help="padded tokens per encoder batch (default: 512 on CPU, 16384 on GPU)",
+    )
+    cmd.add_argument(
+        "--shard-docs",
+        type=int,
+        default=SHARD_DOCS,
+        metavar="N",
+        help=f"mean documents per shard (default {SHARD_DOCS})",
+    )
     cmd.add_argument("--threads", type=int, metavar="N", help="chunker and ONNX Runtime threads (default: all cores)")
     cmd.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
 
@@ -816,12 +898,27 @@ def run_command(args: Any) -> str:
     """The ``embed-docs`` command; returns the summary line, raises InputError on bad input."""
     if args.ray_actors is not None and args.ray_actors < 1:
         raise InputError(f"--ray-actors must be >= 1, got {args.ray_actors}")
-    spec = JobSpec(model=args.model, variant=args.variant, strategy=args.strategy, max_tokens=args.max_tokens,
-                   overlap=args.overlap, with_text=args.with_text, dtype="float16" if args.float16 else "float32",
-                   id_column=args.id_column, text_column=args.text_column, on_overflow=args.on_overflow,
-                   max_batch_tokens=args.max_batch_tokens, threads=args.threads, shard_docs=args.shard_docs)
-    for name, value in (("max-tokens", args.max_tokens), ("max-batch-tokens", args.max_batch_tokens),
-                        ("threads", args.threads), ("shard-docs", args.shard_docs)):
+    spec = JobSpec(
+        model=args.model,
+        variant=args.variant,
+        strategy=args.strategy,
+        max_tokens=args.max_tokens,
+        overlap=args.overlap,
+        with_text=args.with_text,
+        dtype="float16" if args.float16 else "float32",
+        id_column=args.id_column,
+        text_column=args.text_column,
+        on_overflow=args.on_overflow,
+        max_batch_tokens=args.max_batch_tokens,
+        threads=args.threads,
+        shard_docs=args.shard_docs,
+    )
+    for name, value in (
+        ("max-tokens", args.max_tokens),
+        ("max-batch-tokens", args.max_batch_tokens),
+        ("threads", args.threads),
+        ("shard-docs", args.shard_docs),
+    ):
         if value is not None and value < 1:
             raise InputError(f"--{name} must be >= 1, got {value}")
     if args.overlap < 0:

@@ -58,8 +58,10 @@ class ChunkRows:
         texts = batch.column(self.spec.text_column).to_pylist()
         ids = batch.column(id_column).to_pylist() if id_column in names else [None] * len(texts)
         if any(i is None for i in ids) or any(not isinstance(t, str) for t in texts):
-            raise InputError(f"every document needs a text ({self.spec.text_column!r}) and an id "
-                             f"({id_column or ' or '.join(ID_KEYS)!r}); columns: {', '.join(names)}")
+            raise InputError(
+                f"every document needs a text ({self.spec.text_column!r}) and an id "
+                f"({id_column or ' or '.join(ID_KEYS)!r}); columns: {', '.join(names)}"
+            )
         docs = [Doc(str(i), t, len(t)) for i, t in zip(ids, texts)]
         table, _, _ = self.builder.embed(self.builder.chunk(docs), use_cache=False)
         return table.replace_schema_metadata(None)
@@ -140,8 +142,9 @@ def embed_documents(
     spec = JobSpec(**{**(asdict(spec) if spec else {}), **options})
     spec.check()
     pool, spec = actor_options(ray, spec, actors)
-    return docs.map_batches(ChunkRows, fn_constructor_kwargs={"spec": asdict(spec)}, batch_size=batch_size,
-                            batch_format="pyarrow", **pool)
+    return docs.map_batches(
+        ChunkRows, fn_constructor_kwargs={"spec": asdict(spec)}, batch_size=batch_size, batch_format="pyarrow", **pool
+    )
 
 
 def windows(planned: Iterator[Planned], limit: int = WINDOW_BYTES) -> Iterator[list[Planned]]:
@@ -160,8 +163,16 @@ def windows(planned: Iterator[Planned], limit: int = WINDOW_BYTES) -> Iterator[l
         yield window
 
 
-def build_on_ray(planned: Iterator[Planned], spec: JobSpec, root: Path, vectors: str, address: str,
-                 actors: int | None, bar: Progress, shards: list[dict[str, Any]]) -> None:
+def build_on_ray(
+    planned: Iterator[Planned],
+    spec: JobSpec,
+    root: Path,
+    vectors: str,
+    address: str,
+    actors: int | None,
+    bar: Progress,
+    shards: list[dict[str, Any]],
+) -> None:
     """Builds the missing shards on Ray actors, a window of batches at a time; fills ``shards``
     (the manifest's entries, in corpus order) and the progress bar."""
     import pyarrow as pa
@@ -174,11 +185,17 @@ def build_on_ray(planned: Iterator[Planned], spec: JobSpec, root: Path, vectors:
         done: dict[str, ShardStats] = {}
         if missing:
             # one block a batch, made here: no task competes with the actors for CPUs
-            blocks = [pa.table({"key": [m.key], "doc_ids": [[d.doc_id for d in m.docs]],
-                                "texts": [[d.text for d in m.docs]]}) for m in missing]
+            blocks = [
+                pa.table({"key": [m.key], "doc_ids": [[d.doc_id for d in m.docs]], "texts": [[d.text for d in m.docs]]})
+                for m in missing
+            ]
             results = ray.data.from_arrow(blocks).map_batches(
-                ShardWorker, fn_constructor_kwargs={"spec": asdict(spec), "out": out, "vectors": vectors},
-                batch_size=1, batch_format="pyarrow", **pool)
+                ShardWorker,
+                fn_constructor_kwargs={"spec": asdict(spec), "out": out, "vectors": vectors},
+                batch_size=1,
+                batch_format="pyarrow",
+                **pool,
+            )
             for row in results.iter_rows():
                 stats = ShardStats(*(int(row[name]) for name in STATS))
                 done[row["key"]] = stats

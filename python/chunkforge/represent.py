@@ -152,11 +152,14 @@ class ContextAwareChunker:
                 return chunks
             prefix = int(counts[worst]) - chunks[worst].token_count
             if self.reserve_tokens is not None:
-                raise ValueError(f"chunk {worst}'s prefix needs about {prefix} tokens, more than "
-                                 f"reserve_tokens={self.reserve_tokens}")
+                raise ValueError(
+                    f"chunk {worst}'s prefix needs about {prefix} tokens, more than "
+                    f"reserve_tokens={self.reserve_tokens}"
+                )
             if budget - excess < 1:
-                raise ValueError(f"chunk {worst}'s prefix alone has about {prefix} tokens, "
-                                 f"more than max_tokens={self.max_tokens}")
+                raise ValueError(
+                    f"chunk {worst}'s prefix alone has about {prefix} tokens, more than max_tokens={self.max_tokens}"
+                )
             budget -= excess
 
     __call__ = chunk
@@ -190,13 +193,19 @@ class ContextAwareChunker:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as its parameters (the wrapped chunker re-created from its own)."""
-        params = {"chunker": self.chunker, "max_tokens": self.max_tokens, "reserve_tokens": self.reserve_tokens,
-                  "template": self.template}
+        params = {
+            "chunker": self.chunker,
+            "max_tokens": self.max_tokens,
+            "reserve_tokens": self.reserve_tokens,
+            "template": self.template,
+        }
         return (rebuild, (ContextAwareChunker, params))
 
     def __repr__(self) -> str:
-        return (f"ContextAwareChunker({self.chunker!r}, max_tokens={self.max_tokens}, "
-                f"reserve_tokens={self.reserve_tokens}, template={self.template!r})")
+        return (
+            f"ContextAwareChunker({self.chunker!r}, max_tokens={self.max_tokens}, "
+            f"reserve_tokens={self.reserve_tokens}, template={self.template!r})"
+        )
 
 
 def contextualize(
@@ -229,7 +238,7 @@ def contextualize(
     batch_size = check_int("batch_size", batch_size, 1)
     chunks = list(chunks)
     for i, c in enumerate(chunks):
-        if not isinstance(c, Chunk) or document[c.start:c.end] != c.text:
+        if not isinstance(c, Chunk) or document[c.start : c.end] != c.text:
             raise ValueError(f"chunks[{i}] is not a Chunk of this document (its text differs from document[start:end])")
     namespace = namespace or f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
     digest = hashlib.sha256(document.encode("utf-8", "surrogatepass")).hexdigest()
@@ -239,21 +248,27 @@ def contextualize(
         todo = [c for c in dict.fromkeys((c.start, c.end) for c in chunks) if c not in found]
         with ThreadPoolExecutor(max_workers=min(batch_size, max(1, len(todo)))) as pool:
             for b in range(0, len(todo), batch_size):
-                batch = todo[b:b + batch_size]
-                answers = list(pool.map(lambda span: fn(document, document[span[0]:span[1]]), batch))
+                batch = todo[b : b + batch_size]
+                answers = list(pool.map(lambda span: fn(document, document[span[0] : span[1]]), batch))
                 for span, answer in zip(batch, answers):
                     if not isinstance(answer, str):
                         raise TypeError(f"fn must return a str, returned {type(answer).__name__} for span {span}")
                     found[span] = answer.strip()
                 if db:
-                    db.executemany("INSERT OR REPLACE INTO context VALUES (?, ?, ?, ?, ?)",
-                                   [(namespace, digest, s, e, found[(s, e)]) for s, e in batch])
+                    db.executemany(
+                        "INSERT OR REPLACE INTO context VALUES (?, ?, ?, ?, ?)",
+                        [(namespace, digest, s, e, found[(s, e)]) for s, e in batch],
+                    )
                     db.commit()
     finally:
         if db:
             db.close()
-    return [dataclasses.replace(c, context="\n\n".join(x for x in (found[(c.start, c.end)], c.context) if x) or None,
-                                embed_text=None) for c in chunks]
+    return [
+        dataclasses.replace(
+            c, context="\n\n".join(x for x in (found[(c.start, c.end)], c.context) if x) or None, embed_text=None
+        )
+        for c in chunks
+    ]
 
 
 def _open_cache(path: str | os.PathLike[str] | None) -> sqlite3.Connection:
@@ -263,13 +278,17 @@ def _open_cache(path: str | os.PathLike[str] | None) -> sqlite3.Connection:
         path = cache_root() / "contextualize.sqlite"
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(str(path), check_same_thread=False)
-    db.execute("CREATE TABLE IF NOT EXISTS context (namespace TEXT, document TEXT, start INTEGER, "
-               "end INTEGER, context TEXT, PRIMARY KEY (namespace, document, start, end))")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS context (namespace TEXT, document TEXT, start INTEGER, "
+        "end INTEGER, context TEXT, PRIMARY KEY (namespace, document, start, end))"
+    )
     return db
 
 
 def _lookup(db: sqlite3.Connection, namespace: str, digest: str) -> dict[tuple[int, int], str]:
-    rows = db.execute("SELECT start, end, context FROM context WHERE namespace = ? AND document = ?", (namespace, digest))
+    rows = db.execute(
+        "SELECT start, end, context FROM context WHERE namespace = ? AND document = ?", (namespace, digest)
+    )
     return {(s, e): text for s, e, text in rows}
 
 
@@ -287,6 +306,8 @@ def _parse(template: str) -> list[tuple[str, str | None, str | None, str | None]
     fields = [f for _, f, _, _ in parts if f is not None]
     unknown = [f for f in fields if f not in FIELDS]
     if unknown or "text" not in fields:
-        raise ValueError(f"template {template!r} must contain {{text}} and only the fields "
-                         f"{', '.join('{' + f + '}' for f in FIELDS)}")
+        raise ValueError(
+            f"template {template!r} must contain {{text}} and only the fields "
+            f"{', '.join('{' + f + '}' for f in FIELDS)}"
+        )
     return parts

@@ -93,7 +93,9 @@ class SemanticChunker:
         if isinstance(threshold, str):
             match = PERCENTILE.fullmatch(threshold)
             if not match or float(match[1]) > 100:
-                raise ValueError(f"threshold must be 'pNN' (a percentile, 0-100) or a float distance, not {threshold!r}")
+                raise ValueError(
+                    f"threshold must be 'pNN' (a percentile, 0-100) or a float distance, not {threshold!r}"
+                )
         elif isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
             raise TypeError(f"threshold must be a float or 'pNN', not {type(threshold).__name__}")
         self.threshold = threshold
@@ -131,7 +133,9 @@ class SemanticChunker:
         for d, sents in enumerate(sentences):
             n, w = len(sents), self.window
             left = [spans.setdefault((d, sents[max(0, i - w + 1)][0], sents[i][1]), len(spans)) for i in range(n - 1)]
-            right = [spans.setdefault((d, sents[i + 1][0], sents[min(n - 1, i + w)][1]), len(spans)) for i in range(n - 1)]
+            right = [
+                spans.setdefault((d, sents[i + 1][0], sents[min(n - 1, i + w)][1]), len(spans)) for i in range(n - 1)
+            ]
             pairs.append((left, right))
         clipped = self._clip(texts, list(spans))
         vectors = self.encoder.embed(clipped) if clipped else np.empty((0, self.encoder.dim), np.float32)
@@ -167,10 +171,18 @@ class SemanticChunker:
         for a, b in zip([0, *cuts], [*cuts, len(sents)]):
             self._fit(text, sents, dist, a, b, counter, pieces)
         self._merge_small(pieces, counter)
-        return Chunks(Chunk(text[p.start:p.end], p.start, p.end, p.tokens, i) for i, p in enumerate(pieces))
+        return Chunks(Chunk(text[p.start : p.end], p.start, p.end, p.tokens, i) for i, p in enumerate(pieces))
 
-    def _fit(self, text: str, sents: list[tuple[int, int]], dist: np.ndarray, a: int, b: int,
-             counter: _native.SpanCounter, out: list[_Piece]) -> None:
+    def _fit(
+        self,
+        text: str,
+        sents: list[tuple[int, int]],
+        dist: np.ndarray,
+        a: int,
+        b: int,
+        counter: _native.SpanCounter,
+        out: list[_Piece],
+    ) -> None:
         """Appends sentences ``a..b`` as pieces of at most ``max_tokens``: split at the
         most distant inner boundary; one sentence by the recursive chunker."""
         start, end = sents[a][0], sents[b - 1][1]
@@ -179,7 +191,7 @@ class SemanticChunker:
         if tokens <= self.max_tokens:
             out.append(_Piece(start, end, tokens, after))
         elif b - a > 1:
-            k = a + 1 + int(np.argmax(dist[a:b - 1]))
+            k = a + 1 + int(np.argmax(dist[a : b - 1]))
             self._fit(text, sents, dist, a, k, counter, out)
             self._fit(text, sents, dist, k, b, counter, out)
         else:
@@ -208,14 +220,21 @@ class SemanticChunker:
             if best is None:
                 return
             _, lo, n = best
-            pieces[lo:lo + 2] = [_Piece(pieces[lo].start, pieces[lo + 1].end, n, pieces[lo + 1].after)]
+            pieces[lo : lo + 2] = [_Piece(pieces[lo].start, pieces[lo + 1].end, n, pieces[lo + 1].after)]
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as its parameters (the encoder re-created from its configuration)."""
-        params = {"encoder": self.encoder, "max_tokens": self.max_tokens, "min_tokens": self.min_tokens,
-                  "threshold": self.threshold, "window": self.window}
+        params = {
+            "encoder": self.encoder,
+            "max_tokens": self.max_tokens,
+            "min_tokens": self.min_tokens,
+            "threshold": self.threshold,
+            "window": self.window,
+        }
         return (rebuild, (SemanticChunker, params))
 
     def __repr__(self) -> str:
-        return (f"SemanticChunker({self.encoder!r}, max_tokens={self.max_tokens}, min_tokens={self.min_tokens}, "
-                f"threshold={self.threshold!r}, window={self.window})")
+        return (
+            f"SemanticChunker({self.encoder!r}, max_tokens={self.max_tokens}, min_tokens={self.min_tokens}, "
+            f"threshold={self.threshold!r}, window={self.window})"
+        )

@@ -114,8 +114,9 @@ class Tokenizer:
         >>> ids.shape, mask.sum(1).tolist(), lengths.tolist()
         ((2, 4), [4, 3], [4, 3])
         """
-        return self._native.encode_padded(_as_list(texts), max_length, return_offsets=return_offsets,
-                                          threads=check_threads(threads))
+        return self._native.encode_padded(
+            _as_list(texts), max_length, return_offsets=return_offsets, threads=check_threads(threads)
+        )
 
     @property
     def pad_id(self) -> int:

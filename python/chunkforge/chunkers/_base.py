@@ -60,8 +60,11 @@ class Chunker(Protocol):
 
 def spans_of(chunks: Sequence[Chunk]) -> Spans:
     """The columns of one document's chunks (for chunkers that make Chunk objects first)."""
-    return Spans(np.array([c.start for c in chunks], np.int64), np.array([c.end for c in chunks], np.int64),
-                 np.array([c.token_count for c in chunks], np.int64))
+    return Spans(
+        np.array([c.start for c in chunks], np.int64),
+        np.array([c.end for c in chunks], np.int64),
+        np.array([c.token_count for c in chunks], np.int64),
+    )
 
 
 def batch_spans_of(docs: Sequence[Sequence[Chunk]]) -> BatchSpans:
@@ -177,8 +180,9 @@ class BaseChunker:
         doc, start, end, count, ids, bounds = native.spans_batch_ids(texts, threads=check_threads(threads))
         chunks: list[list[Chunk]] = ChunkBatch(Chunks() for _ in texts)
         token_ids: list[list[np.ndarray]] = [[] for _ in texts]
-        for d, s, e, n, a, b in zip(doc.tolist(), start.tolist(), end.tolist(), count.tolist(),
-                                    bounds[:-1].tolist(), bounds[1:].tolist()):
+        for d, s, e, n, a, b in zip(
+            doc.tolist(), start.tolist(), end.tolist(), count.tolist(), bounds[:-1].tolist(), bounds[1:].tolist()
+        ):
             chunks[d].append(Chunk(texts[d][s:e], s, e, n, len(chunks[d])))
             token_ids[d].append(ids[a:b])
         return chunks, token_ids

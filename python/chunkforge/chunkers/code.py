@@ -22,9 +22,7 @@ if TYPE_CHECKING:
 
 # Unicode White_Space: what chunks are trimmed of, as by the other chunkers
 _WHITE_SPACE = (
-    "\t\n\x0b\x0c\r \x85\xa0\u1680"
-    + "".join(map(chr, range(0x2000, 0x200B)))
-    + "\u2028\u2029\u202f\u205f\u3000"
+    "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
 )
 
 # Roles of node kinds: F (function-like) and C (container: split into members
@@ -342,9 +340,7 @@ class _Layout:
         elif pending is not None:
             yield self.index(pending), None
 
-    def _unit(
-        self, start: int, end: int, node: Any, path: tuple[str, ...], context: tuple[str, ...]
-    ) -> list[_Piece]:
+    def _unit(self, start: int, end: int, node: Any, path: tuple[str, ...], context: tuple[str, ...]) -> list[_Piece]:
         """Pieces of one unit spanning ``[start, end)``: itself when it fits,
         else its members (containers) or its lines."""
         start, end = _trim(self.text, start, end)

@@ -70,8 +70,9 @@ class HierarchicalChunker:
             if not callable(getattr(chunker, "chunk", None)):
                 raise TypeError(f"base must make chunkers (with a chunk method), got {chunker!r}")
 
-    def chunk_batch(self, texts: Iterable[str], threads: int | None = None,
-                    doc_ids: Sequence[str] | None = None) -> list[list[Chunk]]:
+    def chunk_batch(
+        self, texts: Iterable[str], threads: int | None = None, doc_ids: Sequence[str] | None = None
+    ) -> list[list[Chunk]]:
         """:meth:`chunk` for many documents (``doc_ids[i]`` for ``texts[i]``)."""
         texts = _as_list(texts)
         ids = [""] * len(texts) if doc_ids is None else list(doc_ids)

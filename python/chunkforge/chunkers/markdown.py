@@ -91,7 +91,9 @@ class MarkdownChunker(BaseChunker):
         texts = _as_list(texts)
         docs = self._native.structured_batch_ids(texts, threads=check_threads(threads))
         chunks = self._chunks(texts, [(rows, sections) for rows, sections, _, _ in docs])
-        token_ids = [[ids[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())] for _, _, ids, bounds in docs]
+        token_ids = [
+            [ids[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())] for _, _, ids, bounds in docs
+        ]
         return chunks, token_ids
 
     @staticmethod
@@ -103,7 +105,11 @@ class MarkdownChunker(BaseChunker):
             out.append(
                 Chunks(
                     Chunk(
-                        text[s:e], s, e, n, i,
+                        text[s:e],
+                        s,
+                        e,
+                        n,
+                        i,
                         heading_path=paths[sec],
                         kind=KINDS[kind],
                         context=text[cs:ce] if cs >= 0 else None,

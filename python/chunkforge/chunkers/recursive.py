@@ -45,7 +45,9 @@ class RecursiveChunker(BaseChunker):
             if isinstance(separators, str) or not all(isinstance(s, str) for s in separators):
                 raise TypeError("separators must be a list of str")
             if any(s == "" for s in separators):
-                raise ValueError("separators must not contain an empty string (token boundaries are always the last resort)")
+                raise ValueError(
+                    "separators must not contain an empty string (token boundaries are always the last resort)"
+                )
             separators = list(separators)
         self.separators = separators
         self._native = _native.Chunker(

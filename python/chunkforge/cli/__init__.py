@@ -24,8 +24,14 @@ from types import ModuleType
 
 from ..errors import InputError
 
-COMMANDS = {"chunk": ".chunk", "embed": ".embed", "eval": ".eval", "index": ".index", "query": ".query",
-            "embed-docs": "..pipeline"}
+COMMANDS = {
+    "chunk": ".chunk",
+    "embed": ".embed",
+    "eval": ".eval",
+    "index": ".index",
+    "query": ".query",
+    "embed-docs": "..pipeline",
+}
 """Each command and the module (relative to this package) with its ``add_parser`` and ``run``."""
 
 

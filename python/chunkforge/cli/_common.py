@@ -25,6 +25,7 @@ def open_output(path: str | None) -> Iterator[IO[str]]:
     with atomic_file(Path(path)) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as out:
         yield out
 
+
 def refuse_output_input(out: str | None, inputs: Iterable[str]) -> None:
     """InputError when ``--out`` is one of the input files (it would be overwritten)."""
     if out is None or out == "-" or not os.path.exists(out):
@@ -52,7 +53,12 @@ class DeprecatedFlag(argparse.Action):
         self.new = new
         super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
         print(f"chunkforge: warning: {option_string} is deprecated, use {self.new}", file=sys.stderr)
         setattr(namespace, self.dest, values)

@@ -93,7 +93,8 @@ def add_parser(commands: Any) -> None:
     )
     counted_by = chunk.add_mutually_exclusive_group()
     counted_by.add_argument(
-        "--model", metavar="DIR|default",
+        "--model",
+        metavar="DIR|default",
         help="count with this model folder's tokenizer, up to its window (default: default, all-MiniLM-L6-v2)",
     )
     counted_by.add_argument("--tokenizer", metavar="FILE", help="count with this tokenizer.json instead")
@@ -179,8 +180,11 @@ class ChunkWriter:
 def parquet_row(record: dict[str, Any], names: list[str]) -> dict[str, Any]:
     """A chunk record as a Parquet row: the document's metadata as one JSON text column."""
     metadata = {k: v for k, v in record.items() if k not in names}
-    return {**record, "doc_id": str(record["doc_id"]),
-            "metadata": json.dumps(metadata, ensure_ascii=False) if metadata else None}
+    return {
+        **record,
+        "doc_id": str(record["doc_id"]),
+        "metadata": json.dumps(metadata, ensure_ascii=False) if metadata else None,
+    }
 
 
 def chunk_schema() -> pa.Schema:
@@ -189,10 +193,19 @@ def chunk_schema() -> pa.Schema:
 
     return pa.schema(
         [
-            ("doc_id", pa.string()), ("index", pa.int64()), ("start", pa.int64()), ("end", pa.int64()),
-            ("token_count", pa.int64()), ("text", pa.string()), ("heading_path", pa.list_(pa.string())),
-            ("kind", pa.string()), ("id", pa.string()), ("parent_id", pa.string()), ("level", pa.int64()),
-            ("context", pa.string()), ("metadata", pa.string()),
+            ("doc_id", pa.string()),
+            ("index", pa.int64()),
+            ("start", pa.int64()),
+            ("end", pa.int64()),
+            ("token_count", pa.int64()),
+            ("text", pa.string()),
+            ("heading_path", pa.list_(pa.string())),
+            ("kind", pa.string()),
+            ("id", pa.string()),
+            ("parent_id", pa.string()),
+            ("level", pa.int64()),
+            ("context", pa.string()),
+            ("metadata", pa.string()),
         ]
     )
 

@@ -64,7 +64,9 @@ def add_parser(commands: Any) -> None:
     )
     embed.add_argument("path", metavar="CHUNKS", help="chunk records (.jsonl, .jsonl.gz, .parquet, or - for stdin)")
     embed.add_argument(
-        "--model", default="default", metavar="DIR|default",
+        "--model",
+        default="default",
+        metavar="DIR|default",
         help="model folder (ONNX, or BERT safetensors converted once), or default (all-MiniLM-L6-v2)",
     )
     embed.add_argument(
@@ -82,7 +84,8 @@ def add_parser(commands: Any) -> None:
         "installed, else .npy",
     )
     embed.add_argument(
-        "--fields", metavar="NAME,...",
+        "--fields",
+        metavar="NAME,...",
         help="chunk record fields to store beside each vector (e.g. text,start,end,heading_path,source; "
         "all: every field); Parquet or JSON lines",
     )
@@ -93,7 +96,9 @@ def add_parser(commands: Any) -> None:
         help="chunks longer than the model's max length: truncate with a warning (default), quietly, or stop",
     )
     embed.add_argument(
-        "--max-batch-tokens", type=int, metavar="N",
+        "--max-batch-tokens",
+        type=int,
+        metavar="N",
         help=f"padded tokens per batch (default: {DEFAULT_CPU_BATCH_TOKENS} on CPU, {DEFAULT_GPU_BATCH_TOKENS} on GPU)",
     )
     embed.add_argument("--part-rows", type=int, default=PART_ROWS, metavar="N", help="chunks per resumable part")
@@ -175,8 +180,10 @@ def chunk_table(part: list[ChunkRecord], vectors: np.ndarray, fields: list[str] 
     dim = vectors.shape[1]
     column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dim)
     kept = pa.Table.from_pylist([record_fields(r, fields) for r in part]) if fields != () and part else None
-    columns = {"doc_id": pa.array([r.doc_id for r in part], pa.string()),
-               "index": pa.array([r.index for r in part], pa.int64())}
+    columns = {
+        "doc_id": pa.array([r.doc_id for r in part], pa.string()),
+        "index": pa.array([r.index for r in part], pa.int64()),
+    }
     if kept is not None:
         columns.update({name: kept.column(name) for name in kept.column_names})
     elif fields:
@@ -197,7 +204,7 @@ def join_parts(parts: list[Path], out: Path, fmt: str, dim: int) -> None:
             start = 0
             for p in parts:
                 block = np.load(p, mmap_mode="r")
-                joined[start:start + len(block)] = block
+                joined[start : start + len(block)] = block
                 start += len(block)
             joined.flush()
             del joined
@@ -214,9 +221,17 @@ def join_parts(parts: list[Path], out: Path, fmt: str, dim: int) -> None:
             with pq.ParquetWriter(tmp, schema) as writer:
                 for p in parts:
                     table = pq.read_table(p)
-                    writer.write_table(pa.Table.from_arrays(
-                        [table.column(f.name).cast(f.type) if f.name in table.column_names
-                         else pa.nulls(len(table), f.type) for f in schema], schema=schema))
+                    writer.write_table(
+                        pa.Table.from_arrays(
+                            [
+                                table.column(f.name).cast(f.type)
+                                if f.name in table.column_names
+                                else pa.nulls(len(table), f.type)
+                                for f in schema
+                            ],
+                            schema=schema,
+                        )
+                    )
 
 
 def part_digest(settings: str, part: list[ChunkRecord]) -> str:
@@ -238,9 +253,10 @@ def run(args: argparse.Namespace) -> str:
     from ..encoder import TruncationWarning
 
     records = (parse_chunk_record(where, record) for where, record, _ in read_records(args.path))
-    with warnings.catch_warnings(record=True) as caught, progress(
-        False if args.no_progress else None, unit=" chunks", desc="embedding"
-    ) as bar:
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        progress(False if args.no_progress else None, unit=" chunks", desc="embedding") as bar,
+    ):
         warnings.simplefilter("always", TruncationWarning)
 
         def embed(part: list[ChunkRecord], first: int) -> np.ndarray:
@@ -249,8 +265,10 @@ def run(args: argparse.Namespace) -> str:
             except ValueError as exc:
                 raise InputError(f"{args.path}, chunks {first}-{first + len(part) - 1}: {exc}") from exc
             for warning in caught:
-                print(f"chunkforge: warning: {args.path}, chunks {first}-{first + len(part) - 1}: "
-                      f"{warning.message}", file=sys.stderr)
+                print(
+                    f"chunkforge: warning: {args.path}, chunks {first}-{first + len(part) - 1}: {warning.message}",
+                    file=sys.stderr,
+                )
             caught.clear()
             return vectors
 
@@ -259,26 +277,58 @@ def run(args: argparse.Namespace) -> str:
         return embed_in_parts(args, out, fmt, encoder, records, embed, fields, bar)
 
 
-def stream_embeddings(records: Iterator[ChunkRecord], part_rows: int, embed: EmbedPart, fields: list[str] | None) -> str:
+def stream_embeddings(
+    records: Iterator[ChunkRecord], part_rows: int, embed: EmbedPart, fields: list[str] | None
+) -> str:
     """``--out -``: one JSON line a chunk on stdout (``doc_id``, ``index``, the kept fields, ``vector``)."""
     count = 0
     while part := list(itertools.islice(records, part_rows)):
         vectors = embed(part, count)
-        sys.stdout.write("".join(
-            json.dumps({"doc_id": r.doc_id, "index": r.index, **(record_fields(r, fields) if fields != [] else {}),
-                        "vector": v.tolist()}, ensure_ascii=False) + "\n"
-            for r, v in zip(part, vectors)))
+        sys.stdout.write(
+            "".join(
+                json.dumps(
+                    {
+                        "doc_id": r.doc_id,
+                        "index": r.index,
+                        **(record_fields(r, fields) if fields != [] else {}),
+                        "vector": v.tolist(),
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+                for r, v in zip(part, vectors)
+            )
+        )
         count += len(part)
     sys.stdout.flush()
     return f"{count} chunks embedded -> stdout"
 
 
-def embed_in_parts(args: argparse.Namespace, out: Path, fmt: str, encoder: Encoder, records: Iterator[ChunkRecord],
-                   embed: EmbedPart, fields: list[str] | None, bar: Any) -> str:
+def embed_in_parts(
+    args: argparse.Namespace,
+    out: Path,
+    fmt: str,
+    encoder: Encoder,
+    records: Iterator[ChunkRecord],
+    embed: EmbedPart,
+    fields: list[str] | None,
+    bar: Any,
+) -> str:
     """Resumable output: parts written atomically, reused on a rerun, then joined."""
     graph = encoder.graph.stat()
-    settings = json.dumps([str(encoder.graph), graph.st_size, graph.st_mtime_ns, encoder.max_length,
-                           encoder.pooling, encoder.normalize, args.part_rows, fmt, fields])
+    settings = json.dumps(
+        [
+            str(encoder.graph),
+            graph.st_size,
+            graph.st_mtime_ns,
+            encoder.max_length,
+            encoder.pooling,
+            encoder.normalize,
+            args.part_rows,
+            fmt,
+            fields,
+        ]
+    )
     parts_dir = out.with_name(out.name + ".parts")
     try:
         parts_dir.mkdir(exist_ok=True)
@@ -291,8 +341,18 @@ def embed_in_parts(args: argparse.Namespace, out: Path, fmt: str, encoder: Encod
             parts_dir.rmdir()  # only when empty: a failure before any part leaves no folder
 
 
-def embed_parts(args: argparse.Namespace, out: Path, fmt: str, encoder: Encoder, records: Iterator[ChunkRecord],
-                embed: EmbedPart, fields: list[str] | None, bar: Any, settings: str, parts_dir: Path) -> str:
+def embed_parts(
+    args: argparse.Namespace,
+    out: Path,
+    fmt: str,
+    encoder: Encoder,
+    records: Iterator[ChunkRecord],
+    embed: EmbedPart,
+    fields: list[str] | None,
+    bar: Any,
+    settings: str,
+    parts_dir: Path,
+) -> str:
     """The parts (a part is reused when its checksum agrees), joined into ``out``."""
     parts: list[Path] = []
     embedded = reused = 0

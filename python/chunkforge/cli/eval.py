@@ -29,34 +29,68 @@ def add_parser(commands: Any) -> None:
         "retrieved context against the evidence spans at top k and at a token budget.",
     )
     p.add_argument("--corpus", required=True, metavar="FILE", help='corpus JSONL(.gz): {"doc_id", "text", ...}')
-    p.add_argument("--queries", required=True, metavar="FILE",
-                   help='queries JSONL: {"query", "references": [{"doc_id", "start", "end"}], "type"?}')
-    p.add_argument("--config", required=True, action="append", metavar="TOML",
-                   help="a config (chunker, representation, encoder); repeat to compare, the first is the baseline")
+    p.add_argument(
+        "--queries",
+        required=True,
+        metavar="FILE",
+        help='queries JSONL: {"query", "references": [{"doc_id", "start", "end"}], "type"?}',
+    )
+    p.add_argument(
+        "--config",
+        required=True,
+        action="append",
+        metavar="TOML",
+        help="a config (chunker, representation, encoder); repeat to compare, the first is the baseline",
+    )
     p.add_argument("--k", type=int, default=5, metavar="N", help="chunks retrieved per query (default 5)")
-    p.add_argument("--budget-tokens", type=int, default=1000, metavar="TOKENS",
-                   help="context budget in tokens, chunks taken in rank order (default 1000; 0: off)")
+    p.add_argument(
+        "--budget-tokens",
+        type=int,
+        default=1000,
+        metavar="TOKENS",
+        help="context budget in tokens, chunks taken in rank order (default 1000; 0: off)",
+    )
     p.add_argument("--budget", type=int, dest="budget_tokens", action=DeprecatedFlag, new="--budget-tokens")
-    p.add_argument("--pack", choices=("skip", "stop"), default="skip",
-                   help="at the budget: skip a chunk that does not fit (default), or stop at it")
+    p.add_argument(
+        "--pack",
+        choices=("skip", "stop"),
+        default="skip",
+        help="at the budget: skip a chunk that does not fit (default), or stop at it",
+    )
     p.add_argument("--unit", choices=("tokens", "chars"), default="tokens", help="what the metrics count")
-    p.add_argument("--coverage", type=float, default=0.5, metavar="F",
-                   help="share of an evidence span the context must cover for it to count as found (default 0.5)")
-    p.add_argument("--tokenizer", metavar="FILE",
-                   help="tokenizer.json the metrics count with (default: all-MiniLM-L6-v2)")
-    p.add_argument("--exact-max", type=int, default=EXACT_MAX, metavar="N",
-                   help=f"exact search up to N chunks, hnswlib beyond (default {EXACT_MAX})")
+    p.add_argument(
+        "--coverage",
+        type=float,
+        default=0.5,
+        metavar="F",
+        help="share of an evidence span the context must cover for it to count as found (default 0.5)",
+    )
+    p.add_argument(
+        "--tokenizer", metavar="FILE", help="tokenizer.json the metrics count with (default: all-MiniLM-L6-v2)"
+    )
+    p.add_argument(
+        "--exact-max",
+        type=int,
+        default=EXACT_MAX,
+        metavar="N",
+        help=f"exact search up to N chunks, hnswlib beyond (default {EXACT_MAX})",
+    )
     p.add_argument("--cache", metavar="FILE", help="embedding cache (default: <cache folder>/embeddings.sqlite)")
     p.add_argument("--no-cache", action="store_true", help="embed everything, read and write no cache")
-    p.add_argument("--out", metavar="PREFIX", help="write PREFIX.json, PREFIX.md and PREFIX.png (default: Markdown "
-                   "on stdout)")
+    p.add_argument(
+        "--out", metavar="PREFIX", help="write PREFIX.json, PREFIX.md and PREFIX.png (default: Markdown on stdout)"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
     p.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
 
 
 def run(args: argparse.Namespace) -> str:
     """The ``eval`` command; returns the summary line, raises the CLI's InputError on bad input."""
-    for flag, value, low in (("--k", args.k, 1), ("--budget-tokens", args.budget_tokens, 0), ("--exact-max", args.exact_max, 0)):
+    for flag, value, low in (
+        ("--k", args.k, 1),
+        ("--budget-tokens", args.budget_tokens, 0),
+        ("--exact-max", args.exact_max, 0),
+    ):
         if value < low:
             raise InputError(f"{flag} must be >= {low}, got {value}")
     if not 0 < args.coverage <= 1:
@@ -82,20 +116,39 @@ def run(args: argparse.Namespace) -> str:
                 if key not in encoders:
                     encoders[key] = config.make_encoder()
                 encoder = encoders[key]
-                results.append(evaluate(
-                    corpus, queries, config.make_chunker(encoder.tokenizer), encoder,
-                    representation=config.representation["type"],
-                    representation_params={k: v for k, v in config.representation.items() if k != "type"},
-                    k=args.k, budget_tokens=args.budget_tokens or None, pack=args.pack, measure=measure, coverage=args.coverage,
-                    cache=cache, exact_max=args.exact_max, name=config.name))
+                results.append(
+                    evaluate(
+                        corpus,
+                        queries,
+                        config.make_chunker(encoder.tokenizer),
+                        encoder,
+                        representation=config.representation["type"],
+                        representation_params={k: v for k, v in config.representation.items() if k != "type"},
+                        k=args.k,
+                        budget_tokens=args.budget_tokens or None,
+                        pack=args.pack,
+                        measure=measure,
+                        coverage=args.coverage,
+                        cache=cache,
+                        exact_max=args.exact_max,
+                        name=config.name,
+                    )
+                )
             except (ImportError, OSError, ValueError, TypeError) as exc:
                 raise InputError(f"config {config.name}: {exc}") from exc
             bar.update(1)
-    header = {"corpus": f"{args.corpus} ({len(corpus)} docs)", "queries": args.queries, "k": args.k,
-              "budget": args.budget_tokens or None, "pack": args.pack, "unit": args.unit, "coverage": args.coverage,
-              "tokenizer": args.tokenizer or "all-MiniLM-L6-v2",
-              "search": "exact (numpy)" if all(r.settings["exact_search"] for r in results) else "hnswlib",
-              "configs": "; ".join(f"{c.name}: {c.chunker}, {c.representation}, {c.encoder}" for c in configs)}
+    header = {
+        "corpus": f"{args.corpus} ({len(corpus)} docs)",
+        "queries": args.queries,
+        "k": args.k,
+        "budget": args.budget_tokens or None,
+        "pack": args.pack,
+        "unit": args.unit,
+        "coverage": args.coverage,
+        "tokenizer": args.tokenizer or "all-MiniLM-L6-v2",
+        "search": "exact (numpy)" if all(r.settings["exact_search"] for r in results) else "hnswlib",
+        "configs": "; ".join(f"{c.name}: {c.chunker}, {c.representation}, {c.encoder}" for c in configs),
+    }
     rep = report(results, queries, corpus, header)
     text = markdown(rep)
     where = "stdout"

@@ -28,9 +28,15 @@ def add_parser(commands: Any) -> None:
     build.add_argument("paths", nargs="+", metavar="PATH", help="a text file, a folder or a .jsonl/.jsonl.gz file")
     build.add_argument("--out", required=True, metavar="INDEX", help="index folder (replaced atomically)")
     build.add_argument("--leaf-tokens", type=int, default=48, metavar="N", help="token cap of a leaf (default 48)")
-    build.add_argument("--parent-tokens", type=int, nargs="*", default=[256], metavar="N",
-                       help="sizes of the levels between sections and leaves, largest first (default 256); "
-                       "BM25 ranks the leaves' parents")
+    build.add_argument(
+        "--parent-tokens",
+        type=int,
+        nargs="*",
+        default=[256],
+        metavar="N",
+        help="sizes of the levels between sections and leaves, largest first (default 256); "
+        "BM25 ranks the leaves' parents",
+    )
     build.add_argument("--no-hybrid", action="store_true", help="dense ranking only (no BM25)")
     build.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
     build.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
@@ -56,8 +62,7 @@ def run(args: argparse.Namespace) -> str:
         raise InputError(str(exc)) from exc
     check_paths(args.paths)
     try:
-        index = Index(leaf_tokens=args.leaf_tokens, parent_tokens=tuple(args.parent_tokens),
-                      hybrid=not args.no_hybrid)
+        index = Index(leaf_tokens=args.leaf_tokens, parent_tokens=tuple(args.parent_tokens), hybrid=not args.no_hybrid)
         load_index_encoder(index)
         index.add(read_documents(args.paths), show_progress=False if args.no_progress else None)
         index.save(args.out)

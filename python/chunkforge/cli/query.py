@@ -21,17 +21,32 @@ def add_parser(commands: Any) -> None:
     )
     query.add_argument("index", metavar="INDEX", help="index folder (from `chunkforge index build`)")
     query.add_argument("question")
-    query.add_argument("--k", type=int, default=RECOMMENDED["k"], metavar="N",
-                       help=f"leaves to retrieve (default {RECOMMENDED['k']})")
+    query.add_argument(
+        "--k", type=int, default=RECOMMENDED["k"], metavar="N", help=f"leaves to retrieve (default {RECOMMENDED['k']})"
+    )
     how = query.add_mutually_exclusive_group()
-    how.add_argument("--window", type=int, metavar="W", help="W sentences either side of each hit (default: none; "
-                     "the hits as they are retrieved best at a fixed budget, see benches/results/retrieval-eval.md)")
+    how.add_argument(
+        "--window",
+        type=int,
+        metavar="W",
+        help="W sentences either side of each hit (default: none; "
+        "the hits as they are retrieved best at a fixed budget, see benches/results/retrieval-eval.md)",
+    )
     how.add_argument("--auto-merge", type=float, metavar="RATIO", help="merge into parents above RATIO of children")
     how.add_argument("--parent", action="store_true", help="return each hit's parent")
-    query.add_argument("--window-tokens", type=int, metavar="N",
-                       help="grow each hit by whole sentences within its section up to N tokens")
-    query.add_argument("--budget-tokens", type=int, default=RECOMMENDED["budget_tokens"], metavar="TOKENS",
-                       help=f"token budget of the payload (default {RECOMMENDED['budget_tokens']}; 0: no budget)")
+    query.add_argument(
+        "--window-tokens",
+        type=int,
+        metavar="N",
+        help="grow each hit by whole sentences within its section up to N tokens",
+    )
+    query.add_argument(
+        "--budget-tokens",
+        type=int,
+        default=RECOMMENDED["budget_tokens"],
+        metavar="TOKENS",
+        help=f"token budget of the payload (default {RECOMMENDED['budget_tokens']}; 0: no budget)",
+    )
     query.add_argument("--budget", type=int, dest="budget_tokens", action=DeprecatedFlag, new="--budget-tokens")
     query.add_argument("--order", choices=("score", "document"), default="score", help="passage order")
     query.add_argument("--pack", choices=("skip", "stop"), default="skip", help="a passage over the budget")
@@ -55,20 +70,44 @@ def run(args: argparse.Namespace) -> str:
         raise InputError(str(exc)) from exc
     load_index_encoder(index)
     try:
-        hits = index.search(args.question, k=args.k, doc_id=args.doc_id, source=args.source,
-                            heading_prefix=args.heading)
-        payload = index.expand(hits, window=args.window, window_tokens=args.window_tokens, parent=args.parent,
-                               auto_merge=args.auto_merge, budget_tokens=args.budget_tokens or None, order=args.order,
-                               pack=args.pack, trim=args.trim)
+        hits = index.search(
+            args.question, k=args.k, doc_id=args.doc_id, source=args.source, heading_prefix=args.heading
+        )
+        payload = index.expand(
+            hits,
+            window=args.window,
+            window_tokens=args.window_tokens,
+            parent=args.parent,
+            auto_merge=args.auto_merge,
+            budget_tokens=args.budget_tokens or None,
+            order=args.order,
+            pack=args.pack,
+            trim=args.trim,
+        )
     except (ValueError, TypeError) as exc:
         raise InputError(str(exc)) from exc
     if args.json:
-        print(json.dumps({
-            "passages": [{"doc_id": p.doc_id, "start": p.start, "end": p.end, "token_count": p.token_count,
-                          "score": p.score, "heading_path": list(p.heading_path), "text": p.text,
-                          "hits": [[h.start, h.end] for h in p.hits]} for p in payload.passages],
-            "dropped": [{"doc_id": h.doc_id, "start": h.start, "end": h.end} for h in payload.dropped],
-        }, ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "passages": [
+                        {
+                            "doc_id": p.doc_id,
+                            "start": p.start,
+                            "end": p.end,
+                            "token_count": p.token_count,
+                            "score": p.score,
+                            "heading_path": list(p.heading_path),
+                            "text": p.text,
+                            "hits": [[h.start, h.end] for h in p.hits],
+                        }
+                        for p in payload.passages
+                    ],
+                    "dropped": [{"doc_id": h.doc_id, "start": h.start, "end": h.end} for h in payload.dropped],
+                },
+                ensure_ascii=False,
+            )
+        )
     else:
         print(payload.render())
     return f"{len(payload.passages)} passages, {payload.token_count} tokens, {len(payload.dropped)} hits dropped"

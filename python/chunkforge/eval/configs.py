@@ -85,14 +85,16 @@ def embed_texts(docs: Sequence[Document], chunks: Sequence[Sequence[Chunk]]) -> 
     return [c.text for cs in chunks for c in cs]
 
 
-def plain_representation(docs: Sequence[Document], chunks: Sequence[Sequence[Chunk]], encoder: Encoder,
-                         embed: Embed) -> np.ndarray:
+def plain_representation(
+    docs: Sequence[Document], chunks: Sequence[Sequence[Chunk]], encoder: Encoder, embed: Embed
+) -> np.ndarray:
     """Each chunk embedded as its own text."""
     return embed(embed_texts(docs, chunks))
 
 
-def heading_texts(docs: Sequence[Document], chunks: Sequence[Sequence[Chunk]], syntax: str = "auto",
-                  template: str = HEADING_TEMPLATE) -> list[str]:
+def heading_texts(
+    docs: Sequence[Document], chunks: Sequence[Sequence[Chunk]], syntax: str = "auto", template: str = HEADING_TEMPLATE
+) -> list[str]:
     """Per chunk ``template`` rendered by :func:`chunkforge.represent.render` with the
     document's ``title`` metadata, the chunk's heading path and its text (a template's
     ``{prefix}`` stands for ``{title} > {heading_path}``); a chunk without either keeps its
@@ -117,12 +119,15 @@ def heading_texts(docs: Sequence[Document], chunks: Sequence[Sequence[Chunk]], s
                 i = bisect_right(outline[0], c.start) - 1
                 path = outline[1][i] if i >= 0 else ()
             bare = not (title or path)
-            out.append(c.text if bare else render(dataclasses.replace(c, heading_path=path, context=None), title, template))
+            out.append(
+                c.text if bare else render(dataclasses.replace(c, heading_path=path, context=None), title, template)
+            )
     return out
 
 
-def heading_representation(docs: Sequence[Document], chunks: Sequence[Sequence[Chunk]], encoder: Encoder,
-                           embed: Embed, **params: Any) -> np.ndarray:
+def heading_representation(
+    docs: Sequence[Document], chunks: Sequence[Sequence[Chunk]], encoder: Encoder, embed: Embed, **params: Any
+) -> np.ndarray:
     """Each chunk embedded with its heading path before its text (see :func:`heading_texts`)."""
     return embed(heading_texts(docs, chunks, **params))
 
@@ -161,8 +166,9 @@ class Config:
             raise DatasetError(f"config {path}: not valid TOML ({exc})") from exc
         unknown = set(data) - {"name", "chunker", "representation", "encoder"}
         if unknown:
-            raise DatasetError(f"config {path}: unknown key {min(unknown)!r} "
-                               "(expected name, chunker, representation, encoder)")
+            raise DatasetError(
+                f"config {path}: unknown key {min(unknown)!r} (expected name, chunker, representation, encoder)"
+            )
         tables = {"representation": {"type": "plain"}, "encoder": {"model": "default"}}
         for key in ("chunker", "representation", "encoder"):
             if key not in data and key in tables:
@@ -197,4 +203,3 @@ class Config:
         if model == "default":
             return Encoder.default(self.encoder.get("variant", "optimized"), **options)
         return Encoder.from_pretrained(model, self.encoder.get("variant", "optimized"), **options)
-

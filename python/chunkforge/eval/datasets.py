@@ -127,4 +127,3 @@ def load_queries(path: str | os.PathLike[str], corpus: Sequence[Document]) -> li
     if not queries:
         raise DatasetError(f"{path}: no queries")
     return queries
-

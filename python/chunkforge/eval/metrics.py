@@ -48,6 +48,8 @@ from ..tokenizer import as_tokenizer
 from .datasets import Document, Query, Span
 
 METRICS = ("recall", "precision", "iou", "precision_omega", "evidence_recall", "mrr", "ndcg")
+
+
 class SpanMeasure:
     """Sizes spans of a corpus's documents in tokens (``unit="tokens"``, each document
     tokenized once by ``tokenizer``, default all-MiniLM-L6-v2's) or characters.
@@ -68,8 +70,9 @@ class SpanMeasure:
             tok = as_tokenizer(tokenizer)
             self.token_ends = [np.ascontiguousarray(tok.encode_offsets(d.text).offsets[:, 1]) for d in corpus]
 
-    def columns(self, groups: Sequence[Sequence[Span]], what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                                            np.ndarray]:
+    def columns(
+        self, groups: Sequence[Sequence[Span]], what: str
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(query, doc, start, end)`` int64 columns of per-query span lists."""
         rows = []
         for q, spans in enumerate(groups):
@@ -174,7 +177,7 @@ def score(
     e = r = 0
     for q, qu in enumerate(queries):
         n_ev, n_ret = len(qu.references), len(retrieved[q])
-        found, gains = ev_found[e:e + n_ev], rel[r:r + n_ret] > 0
+        found, gains = ev_found[e : e + n_ev], rel[r : r + n_ret] > 0
         e, r = e + n_ev, r + n_ret
         if not answerable[q]:
             continue
@@ -205,9 +208,8 @@ def _precision_omega(
     rel = measure.overlaps(evidence, pool)[6]
     chosen, i = [], 0
     for spans in pool:
-        chosen.append([s for s, x in zip(spans, rel[i:i + len(spans)]) if x > 0])
+        chosen.append([s for s, x in zip(spans, rel[i : i + len(spans)]) if x > 0])
         i += len(spans)
     inter, ev, ret = measure.overlaps(evidence, chosen)[:3]
     omega = np.where(ev > 0, inter / np.maximum(ret, 1), np.nan)
     return omega, [len(c) for c in chosen]
-

@@ -32,8 +32,12 @@ def _slices(queries: Sequence[Query], corpus: Sequence[Document]) -> dict[str, l
     return out
 
 
-def report(results: Sequence[Result], queries: Sequence[Query], corpus: Sequence[Document],
-           header: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def report(
+    results: Sequence[Result],
+    queries: Sequence[Query],
+    corpus: Sequence[Document],
+    header: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The JSON report of several evaluations: per config the summaries (``k`` and
     ``budget``), per-slice means, per-question rows, and the questions found by the
     first config and missed by each other one, and back."""
@@ -45,20 +49,40 @@ def report(results: Sequence[Result], queries: Sequence[Query], corpus: Sequence
         per_slice = {}
         for kind, values in slices.items():
             per_slice[kind] = {
-                v: {mode: {m: _mean_std(getattr(s.subset(np.array(values) == v), m))["mean"]
-                           for m in ("recall", "iou", "evidence_recall")} for mode, s in modes.items()}
+                v: {
+                    mode: {
+                        m: _mean_std(getattr(s.subset(np.array(values) == v), m))["mean"]
+                        for m in ("recall", "iou", "evidence_recall")
+                    }
+                    for mode, s in modes.items()
+                }
                 for v in sorted(set(values))
             }
-        top = {"answerable": _mean_std(r.top_score[answerable])["mean"],
-               "unanswerable": _mean_std(r.top_score[~answerable])["mean"]}
-        configs.append({"name": r.name, "chunks": r.chunks, "mean_chunk_tokens": r.mean_chunk_tokens,
-                        "truncated_for_encoder": r.truncated, "settings": r.settings,
-                        "summary": {mode: s.summary() for mode, s in modes.items()},
-                        "slices": per_slice, "top_similarity": top})
+        top = {
+            "answerable": _mean_std(r.top_score[answerable])["mean"],
+            "unanswerable": _mean_std(r.top_score[~answerable])["mean"],
+        }
+        configs.append(
+            {
+                "name": r.name,
+                "chunks": r.chunks,
+                "mean_chunk_tokens": r.mean_chunk_tokens,
+                "truncated_for_encoder": r.truncated,
+                "settings": r.settings,
+                "summary": {mode: s.summary() for mode, s in modes.items()},
+                "slices": per_slice,
+                "top_similarity": top,
+            }
+        )
     questions = []
     for i, q in enumerate(queries):
-        row: dict[str, Any] = {"id": q.id, "query": q.query, "type": slices["type"][i],
-                               "document": slices["document"][i], "configs": {}}
+        row: dict[str, Any] = {
+            "id": q.id,
+            "query": q.query,
+            "type": slices["type"][i],
+            "document": slices["document"][i],
+            "configs": {},
+        }
         for r in results:
             modes = {"k": r.at_k, **({"budget": r.at_budget} if r.at_budget is not None else {})}
             row["configs"][r.name] = {
@@ -66,8 +90,9 @@ def report(results: Sequence[Result], queries: Sequence[Query], corpus: Sequence
                 for mode, s in modes.items()
             }
             row["configs"][r.name]["top_similarity"] = float(r.top_score[i])
-            row["configs"][r.name]["retrieved"] = [[s.doc_id, s.start, s.end, round(sim, 4)]
-                                                   for s, sim, _ in r.ranked[i][: r.settings["k"]]]
+            row["configs"][r.name]["retrieved"] = [
+                [s.doc_id, s.start, s.end, round(sim, 4)] for s, sim, _ in r.ranked[i][: r.settings["k"]]
+            ]
         questions.append(row)
     changes = []
     base = results[0]
@@ -76,12 +101,25 @@ def report(results: Sequence[Result], queries: Sequence[Query], corpus: Sequence
             a, b = getattr(base, f"at_{mode}"), getattr(other, f"at_{mode}")
             if a is None or b is None:
                 continue
-            changes.append({"from": base.name, "to": other.name, "mode": mode,
-                            "found_to_missed": [queries[int(i)].id for i in np.flatnonzero(a.found & ~b.found)],
-                            "missed_to_found": [queries[int(i)].id for i in np.flatnonzero(~a.found & b.found)]})
-    out: dict[str, Any] = _clean({"header": dict(header or {}), "queries": len(queries),
-                                  "answerable": int(answerable.sum()), "configs": configs, "changes": changes,
-                                  "questions": questions})
+            changes.append(
+                {
+                    "from": base.name,
+                    "to": other.name,
+                    "mode": mode,
+                    "found_to_missed": [queries[int(i)].id for i in np.flatnonzero(a.found & ~b.found)],
+                    "missed_to_found": [queries[int(i)].id for i in np.flatnonzero(~a.found & b.found)],
+                }
+            )
+    out: dict[str, Any] = _clean(
+        {
+            "header": dict(header or {}),
+            "queries": len(queries),
+            "answerable": int(answerable.sum()),
+            "configs": configs,
+            "changes": changes,
+            "questions": questions,
+        }
+    )
     return out
 
 
@@ -117,22 +155,33 @@ def markdown(rep: Mapping[str, Any]) -> str:
     for mode, title in (("k", f"top k = {h.get('k')}"), ("budget", f"budget = {h.get('budget')} tokens")):
         if not all(mode in c["summary"] for c in rep["configs"]):
             continue
-        lines += [f"## Retrieval at {title} (mean ± std)", "",
-                  "| config | chunks | mean tokens | " + " | ".join(cols) + " | found | context |",
-                  "|---" * (len(cols) + 5) + "|"]
+        lines += [
+            f"## Retrieval at {title} (mean ± std)",
+            "",
+            "| config | chunks | mean tokens | " + " | ".join(cols) + " | found | context |",
+            "|---" * (len(cols) + 5) + "|",
+        ]
         for c in rep["configs"]:
             s = c["summary"][mode]
-            lines.append(f"| {c['name']} | {c['chunks']} | {c['mean_chunk_tokens']:.1f} | "
-                         + " | ".join(_pm(s[m]) for m in cols)
-                         + f" | {_fmt(s['found']['mean'])} | {s['context']['mean']:.0f} |")
+            lines.append(
+                f"| {c['name']} | {c['chunks']} | {c['mean_chunk_tokens']:.1f} | "
+                + " | ".join(_pm(s[m]) for m in cols)
+                + f" | {_fmt(s['found']['mean'])} | {s['context']['mean']:.0f} |"
+            )
         lines.append("")
-    notes = [f"{c['name']}: {c['truncated_for_encoder']} chunks longer than the encoder's window were truncated "
-             "for embedding" for c in rep["configs"] if c["truncated_for_encoder"]]
+    notes = [
+        f"{c['name']}: {c['truncated_for_encoder']} chunks longer than the encoder's window were truncated "
+        "for embedding"
+        for c in rep["configs"]
+        if c["truncated_for_encoder"]
+    ]
     if notes:
         lines += ["Notes: " + "; ".join(notes) + ".", ""]
     lines += ["## Similarity of the top chunk", "", "| config | answerable | unanswerable |", "|---|---|---|"]
-    lines += [f"| {c['name']} | {_fmt(c['top_similarity']['answerable'])} | "
-              f"{_fmt(c['top_similarity']['unanswerable'])} |" for c in rep["configs"]]
+    lines += [
+        f"| {c['name']} | {_fmt(c['top_similarity']['answerable'])} | {_fmt(c['top_similarity']['unanswerable'])} |"
+        for c in rep["configs"]
+    ]
     lines.append("")
     for kind in rep["configs"][0]["slices"]:
         modes = [m for m in ("k", "budget") if m in rep["configs"][0]["summary"]]
@@ -149,23 +198,36 @@ def markdown(rep: Mapping[str, Any]) -> str:
                 lines.append(f"| {value} | " + " | ".join(cells) + " |")
         lines.append("")
     if rep["changes"]:
-        lines += ["## Found → missed, missed → found", "",
-                  ("A question is found when the retrieved context covers every one of its evidence spans "
-                   f"(each at least {h.get('coverage')})."), ""]
+        lines += [
+            "## Found → missed, missed → found",
+            "",
+            (
+                "A question is found when the retrieved context covers every one of its evidence spans "
+                f"(each at least {h.get('coverage')})."
+            ),
+            "",
+        ]
         for ch in rep["changes"]:
-            lines.append(f"- {ch['from']} → {ch['to']} @{ch['mode']}: found → missed "
-                         f"{', '.join(ch['found_to_missed']) or 'none'}; missed → found "
-                         f"{', '.join(ch['missed_to_found']) or 'none'}")
+            lines.append(
+                f"- {ch['from']} → {ch['to']} @{ch['mode']}: found → missed "
+                f"{', '.join(ch['found_to_missed']) or 'none'}; missed → found "
+                f"{', '.join(ch['missed_to_found']) or 'none'}"
+            )
         lines.append("")
     names = [c["name"] for c in rep["configs"]]
-    lines += ["## Per question (recall / IoU, found ✓, at k)", "",
-              "| id | type | query | " + " | ".join(names) + " |", "|---" * (len(names) + 3) + "|"]
+    lines += [
+        "## Per question (recall / IoU, found ✓, at k)",
+        "",
+        "| id | type | query | " + " | ".join(names) + " |",
+        "|---" * (len(names) + 3) + "|",
+    ]
     for q in rep["questions"]:
         cells = []
         for n in names:
             s = q["configs"][n]["k"]
-            cells.append("–" if s["recall"] is None else
-                         f"{s['recall']:.2f} / {s['iou']:.2f}{' ✓' if s['found'] else ''}")
+            cells.append(
+                "–" if s["recall"] is None else f"{s['recall']:.2f} / {s['iou']:.2f}{' ✓' if s['found'] else ''}"
+            )
         text = q["query"].replace("|", "\\|")
         lines.append(f"| {q['id']} | {q['type']} | {text} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -198,4 +260,3 @@ def plot(rep: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120, format="png")
     plt.close(fig)
-

@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     from ..encoder import Encoder
 
 
-def budget_cut(token_counts: Sequence[int], budget_tokens: int | None = None, pack: str = "skip",
-               **deprecated: Any) -> list[int]:
+def budget_cut(
+    token_counts: Sequence[int], budget_tokens: int | None = None, pack: str = "skip", **deprecated: Any
+) -> list[int]:
     """Positions of the ranked chunks that fit a context of ``budget_tokens`` tokens:
     ``pack="skip"`` (the default, as in ``Index.expand``) skips a chunk that does not fit
     and lets smaller later ones fill the budget, ``"stop"`` stops at it. (``budget=`` is
@@ -55,13 +56,17 @@ def budget_cut(token_counts: Sequence[int], budget_tokens: int | None = None, pa
     return taken
 
 
-
-
 def encoder_key(encoder: Encoder) -> str:
     """What identifies an encoder's vectors: its graph file (path, size, mtime) and settings."""
     st = encoder.graph.stat()
-    parts = [str(encoder.graph.resolve()), st.st_size, st.st_mtime_ns, encoder.max_length, encoder.pooling,
-             encoder.normalize]
+    parts = [
+        str(encoder.graph.resolve()),
+        st.st_size,
+        st.st_mtime_ns,
+        encoder.max_length,
+        encoder.pooling,
+        encoder.normalize,
+    ]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:20]
 
 
@@ -78,8 +83,10 @@ class EmbeddingCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=60)
-            self._db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT, hash BLOB, vector BLOB, "
-                             "PRIMARY KEY (model, hash)) WITHOUT ROWID")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS vectors (model TEXT, hash BLOB, vector BLOB, "
+                "PRIMARY KEY (model, hash)) WITHOUT ROWID"
+            )
         except (OSError, sqlite3.Error) as exc:
             raise DatasetError(f"embedding cache {self.path}: {exc}") from exc
         self.embedded = self.reused = 0
@@ -91,17 +98,21 @@ class EmbeddingCache:
         found: dict[bytes, np.ndarray] = {}
         unique = list(dict.fromkeys(hashes))
         for i in range(0, len(unique), 500):
-            batch = unique[i:i + 500]
-            rows = self._db.execute(f"SELECT hash, vector FROM vectors WHERE model = ? AND hash IN "
-                                    f"({','.join('?' * len(batch))})", [model, *batch])
+            batch = unique[i : i + 500]
+            rows = self._db.execute(
+                f"SELECT hash, vector FROM vectors WHERE model = ? AND hash IN ({','.join('?' * len(batch))})",
+                [model, *batch],
+            )
             found.update((h, np.frombuffer(v, np.float32)) for h, v in rows)
         missing = [h for h in unique if h not in found]
         if missing:
             first = {h: i for i, h in reversed(list(enumerate(hashes)))}
             vectors = encoder.embed([texts[first[h]] for h in missing])
             with self._db:
-                self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-                                     [(model, h, v.tobytes()) for h, v in zip(missing, vectors)])
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                    [(model, h, v.tobytes()) for h, v in zip(missing, vectors)],
+                )
             found.update(zip(missing, vectors))
         self.embedded += len(missing)
         self.reused += len(texts) - len(missing)
@@ -112,4 +123,3 @@ class EmbeddingCache:
 
 
 Embed = Callable[[Sequence[str]], np.ndarray]
-

@@ -77,8 +77,11 @@ def evaluate(
             check_int("budget_tokens", budget, 1)
     except TypeError as exc:  # evaluate's bad values have always been ValueErrors
         raise ValueError(str(exc)) from exc
-    represent = _lookup(REPRESENTATIONS, representation, "representation") if isinstance(representation, str) \
+    represent = (
+        _lookup(REPRESENTATIONS, representation, "representation")
+        if isinstance(representation, str)
         else representation
+    )
     measure = measure or SpanMeasure(corpus)
     per_doc = chunker.chunk_batch([d.text for d in corpus])
     spans = [Span(d.doc_id, c.start, c.end) for d, cs in zip(corpus, per_doc) for c in cs]
@@ -106,8 +109,22 @@ def evaluate(
     if budget is not None:
         cut = [[r[i][0] for i in budget_cut([n for _, _, n in r], budget, pack)] for r in ranked]
         at_budget = score(queries, cut, measure, candidates=spans, coverage=coverage)
-    settings = {"k": k, "budget": budget, "pack": pack, "unit": measure.unit, "coverage": coverage,
-                "exact_search": len(spans) <= exact_max}
-    return Result(name, len(spans), float(tokens.mean()), chunks_truncated, at_k, at_budget, ranked,
-                  sims[:, 0].astype(float), settings)
-
+    settings = {
+        "k": k,
+        "budget": budget,
+        "pack": pack,
+        "unit": measure.unit,
+        "coverage": coverage,
+        "exact_search": len(spans) <= exact_max,
+    }
+    return Result(
+        name,
+        len(spans),
+        float(tokens.mean()),
+        chunks_truncated,
+        at_k,
+        at_budget,
+        ranked,
+        sims[:, 0].astype(float),
+        settings,
+    )

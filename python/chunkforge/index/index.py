@@ -246,20 +246,25 @@ class Index:
             if len(token_ids):
                 # one thread: hnswlib's parallel insertion makes the graph depend on scheduling
                 for at in range(0, len(labels), 8192):  # in blocks: hnswlib copies what it normalizes
-                    self._hnsw.add_items(vectors[at:at + 8192], labels[at:at + 8192], num_threads=1)
+                    self._hnsw.add_items(vectors[at : at + 8192], labels[at : at + 8192], num_threads=1)
                 self._graph_top = int(labels.max()) + 1
                 self._keep_vectors(labels, vectors)
             del vectors, token_ids  # in the graph and the int8 copy now: not held while the rest is registered
             per_doc = np.split(labels, np.cumsum([len(t.leaf_parent) for t in trees])[:-1]) if trees else []
-            slots = self._expander.insert([t.native for t in trees], [x.tolist() for x in per_doc],
-                                          [t.doc_id for t in trees], [t.text for t in trees])
+            slots = self._expander.insert(
+                [t.native for t in trees],
+                [x.tolist() for x in per_doc],
+                [t.doc_id for t in trees],
+                [t.text for t in trees],
+            )
             self._register(trees, per_doc, slots)
 
     def _build(self, records: list[tuple[str, str, str, Syntax | None]]) -> list[_Tree]:
         """The trees of new documents (native code: each document tokenized once,
         sections, parents and leaves cut from that one tokenization)."""
-        natives = self._expander.build([r[2] for r in records], [r[3] for r in records], self.leaf_tokens,
-                                       list(self.parent_tokens))
+        natives = self._expander.build(
+            [r[2] for r in records], [r[3] for r in records], self.leaf_tokens, list(self.parent_tokens)
+        )
         return [_tree(r, native) for r, native in zip(records, natives)]
 
     def _check_free(self, labels: np.ndarray) -> None:
@@ -269,8 +274,10 @@ class Index:
             return
         known = labels[labels < len(self._label_slot)]
         if (self._label_slot[known] >= 0).any() or int(labels.min()) < self._graph_top:
-            raise CorruptIndexError(f"labels from {int(labels[0])} are already in use: the index is inconsistent "
-                                    "(a corrupt manifest?); rebuild it")
+            raise CorruptIndexError(
+                f"labels from {int(labels[0])} are already in use: the index is inconsistent "
+                "(a corrupt manifest?); rebuild it"
+            )
 
     @writes
     def delete(self, doc_id: str) -> None:
@@ -327,7 +334,9 @@ class Index:
         if top > len(self._label_slot):
             grow = top - len(self._label_slot)
             self._label_slot = np.concatenate([self._label_slot, np.full(grow, -1, np.int64)])
-            self._label_passage = np.concatenate([self._label_passage, np.full(top - len(self._label_passage), -1, np.int64)])
+            self._label_passage = np.concatenate(
+                [self._label_passage, np.full(top - len(self._label_passage), -1, np.int64)]
+            )
         for slot, tree, doc_labels in zip(slots, trees, labels):
             if slot != len(self._docs):
                 raise CorruptIndexError(f"document {tree.doc_id!r}: the native store is out of step (slot {slot})")
@@ -359,14 +368,14 @@ class Index:
         if top > len(self._vectors):
             size = max(top, 2 * len(self._vectors))
             grown = np.zeros((size, vectors.shape[1]), np.int8)
-            grown[:len(self._vectors)] = self._vectors.reshape(-1, vectors.shape[1])
+            grown[: len(self._vectors)] = self._vectors.reshape(-1, vectors.shape[1])
             self._vectors = grown
             self._scales = np.concatenate([self._scales, np.zeros(size - len(self._scales), np.float32)])
         for at in range(0, len(labels), 2048):  # in blocks: no float32 copy of all the vectors
-            v = normalized(vectors[at:at + 2048])
+            v = normalized(vectors[at : at + 2048])
             scale = np.maximum(np.abs(v).max(axis=1), 1e-12) / 127
-            self._vectors[labels[at:at + 2048]] = np.rint(v / scale[:, None]).astype(np.int8)
-            self._scales[labels[at:at + 2048]] = scale
+            self._vectors[labels[at : at + 2048]] = np.rint(v / scale[:, None]).astype(np.int8)
+            self._scales[labels[at : at + 2048]] = scale
 
     def _cosines(self, labels: np.ndarray | list[int], vector: np.ndarray) -> np.ndarray:
         """Cosines of the leaves ``labels`` with the unit ``vector``, from the int8 copy."""
@@ -427,8 +436,12 @@ class Index:
         if allowed is not None:  # parents of allowed leaves only (a parent lies in one section)
             bm25 = np.where(self._passage_mask(allowed), bm25, 0.0)
         top = np.argpartition(-bm25, BM25_POOL)[:BM25_POOL] if len(bm25) > BM25_POOL else np.arange(len(bm25))
-        extra = [label for p in top[bm25[top] > 0].tolist() for label in self._passage_labels[p].tolist()
-                 if label not in dense and (allowed is None or allowed[label])]
+        extra = [
+            label
+            for p in top[bm25[top] > 0].tolist()
+            for label in self._passage_labels[p].tolist()
+            if label not in dense and (allowed is None or allowed[label])
+        ]
         if extra:
             dense.update(zip(extra, self._cosines(extra, vector).astype(np.float64).tolist()))
         if not dense:
@@ -440,8 +453,9 @@ class Index:
         top_cos, top_bm25 = float(cos.max()), float(lexical.max())
         # a term whose best score is not positive adds nothing (zeros: every leaf keeps a sort key)
         zeros = np.zeros_like(cos)
-        fused = ((w_dense * cos / top_cos if top_cos > 0 else zeros)
-                 + (w_bm25 * lexical / top_bm25 if top_bm25 > 0 else zeros))
+        fused = (w_dense * cos / top_cos if top_cos > 0 else zeros) + (
+            w_bm25 * lexical / top_bm25 if top_bm25 > 0 else zeros
+        )
         order = np.lexsort((labels, -fused))
         return list(zip(labels[order].tolist(), fused[order].tolist()))
 
@@ -457,8 +471,18 @@ class Index:
         for (slot, start, end, heading), label, score in zip(self._expander.leaves_of(labels), labels, scores):
             doc = self._docs[slot]
             assert doc is not None
-            out.append(Hit(doc.doc_id, start, end, float(score), doc.text[start:end], heading,
-                           node_id(doc.doc_id, start, end, level), int(label)))
+            out.append(
+                Hit(
+                    doc.doc_id,
+                    start,
+                    end,
+                    float(score),
+                    doc.text[start:end],
+                    heading,
+                    node_id(doc.doc_id, start, end, level),
+                    int(label),
+                )
+            )
         return out
 
     def _allowed(
@@ -545,8 +569,9 @@ class Index:
             window = check_int("window", window, 0)
         if window_tokens is not None:
             window_tokens = check_int("window_tokens", window_tokens, 1)
-        if auto_merge is not None and (isinstance(auto_merge, bool) or not isinstance(auto_merge, (int, float))
-                                       or not 0 <= auto_merge < 1):
+        if auto_merge is not None and (
+            isinstance(auto_merge, bool) or not isinstance(auto_merge, (int, float)) or not 0 <= auto_merge < 1
+        ):
             raise ValueError(f"auto_merge must be a ratio in [0, 1), not {auto_merge!r}")
         if budget_tokens is not None:
             budget_tokens = check_int("budget_tokens", budget_tokens, 0)
@@ -558,8 +583,18 @@ class Index:
             bad = next(i for i, h in enumerate(hits) if not hasattr(h, "leaf") or not hasattr(h, "score"))
             raise TypeError(f"hits[{bad}] is not a Hit (from Index.search)") from None
         passages, dropped = self._expander.expand(
-            hits, labels, scores, Passage, window, window_tokens, bool(parent), auto_merge, budget_tokens, order, pack,
-            bool(trim)
+            hits,
+            labels,
+            scores,
+            Passage,
+            window,
+            window_tokens,
+            bool(parent),
+            auto_merge,
+            budget_tokens,
+            order,
+            pack,
+            bool(trim),
         )
         return Payload(passages, dropped)
 
@@ -590,7 +625,11 @@ class Index:
         if root.exists() and not root.is_dir():
             raise ValueError(f"index path {root} exists and is not a folder")
         ours = ("v-", ".CURRENT.")  # versions and pointer temps of a save killed before its first CURRENT
-        if root.is_dir() and not (root / "CURRENT").is_file() and any(not p.name.startswith(ours) for p in root.iterdir()):
+        if (
+            root.is_dir()
+            and not (root / "CURRENT").is_file()
+            and any(not p.name.startswith(ours) for p in root.iterdir())
+        ):
             raise ValueError(f"index path {root} is a non-empty folder that is not a chunkforge index")
         root.mkdir(parents=True, exist_ok=True)
         versions = [p.name for p in root.iterdir() if p.name.startswith("v-")]
@@ -611,24 +650,38 @@ class Index:
         slots = [slot for slot, d in enumerate(self._docs) if d is not None]
         docs = [d for d in self._docs if d is not None]
         trees = [self._expander.tree(slot) for slot in slots]  # nodes, leaves, sentences, headings
-        pq.write_table(pa.table({
-            "doc_id": pa.array([d.doc_id for d in docs], pa.string()),
-            "source": pa.array([d.source for d in docs], pa.string()),
-            "text": pa.array([d.text for d in docs], pa.large_string()),
-            "headings": pa.array([json.dumps(t[3], ensure_ascii=False) for t in trees], pa.string()),
-        }), folder / "docs.parquet")
+        pq.write_table(
+            pa.table(
+                {
+                    "doc_id": pa.array([d.doc_id for d in docs], pa.string()),
+                    "source": pa.array([d.source for d in docs], pa.string()),
+                    "text": pa.array([d.text for d in docs], pa.large_string()),
+                    "headings": pa.array([json.dumps(t[3], ensure_ascii=False) for t in trees], pa.string()),
+                }
+            ),
+            folder / "docs.parquet",
+        )
         nodes = []
         for i, (d, (table, leaves, _, _)) in enumerate(zip(docs, trees)):
             labels = np.full(len(table), -1, np.int64)
             labels[leaves] = d.labels
             nodes.append(np.column_stack([np.full(len(table), i), table, labels]))
         table = np.concatenate(nodes) if nodes else np.zeros((0, 7), np.int64)
-        pq.write_table(pa.table({name: table[:, i] for i, name in enumerate(
-            ("doc", "start", "end", "parent", "section", "level", "label"))}), folder / "nodes.parquet")
+        pq.write_table(
+            pa.table(
+                {
+                    name: table[:, i]
+                    for i, name in enumerate(("doc", "start", "end", "parent", "section", "level", "label"))
+                }
+            ),
+            folder / "nodes.parquet",
+        )
         sents = [np.column_stack([np.full(len(t[2]), i), t[2]]) for i, t in enumerate(trees)]
         table = np.concatenate(sents) if sents else np.zeros((0, 4), np.int64)
-        pq.write_table(pa.table({name: table[:, i] for i, name in enumerate(("doc", "start", "end", "section"))}),
-                       folder / "sentences.parquet")
+        pq.write_table(
+            pa.table({name: table[:, i] for i, name in enumerate(("doc", "start", "end", "section"))}),
+            folder / "sentences.parquet",
+        )
         if self._hnsw is not None:
             self._hnsw.save_index(str(folder / "vectors.hnsw"))
             top = self._next_label
@@ -638,9 +691,14 @@ class Index:
         files = sorted(p.name for p in folder.iterdir())
         manifest = {
             "format": FORMAT,
-            "settings": {"leaf_tokens": self.leaf_tokens, "parent_tokens": list(self.parent_tokens),
-                         "structure": self.structure, "hybrid": self.hybrid, "weights": list(self.weights),
-                         "encoder_variant": self.encoder_variant},
+            "settings": {
+                "leaf_tokens": self.leaf_tokens,
+                "parent_tokens": list(self.parent_tokens),
+                "structure": self.structure,
+                "hybrid": self.hybrid,
+                "weights": list(self.weights),
+                "encoder_variant": self.encoder_variant,
+            },
             "dim": self._dim,
             "next_label": self._next_label,
             "documents": len(docs),
@@ -693,18 +751,26 @@ class Index:
             sents = pq.read_table(folder / "sentences.parquet")
         except (OSError, pa.ArrowException) as exc:
             raise CorruptIndexError(f"corrupt index in {folder}: {exc}") from exc
-        node_cols = np.column_stack([nodes[c].to_numpy() for c in ("doc", "start", "end", "parent", "section",
-                                                                   "level", "label")]).reshape(-1, 7)
+        node_cols = np.column_stack(
+            [nodes[c].to_numpy() for c in ("doc", "start", "end", "parent", "section", "level", "label")]
+        ).reshape(-1, 7)
         sent_cols = np.column_stack([sents[c].to_numpy() for c in ("doc", "start", "end", "section")]).reshape(-1, 4)
         node_split = np.searchsorted(node_cols[:, 0], np.arange(len(docs["doc_id"]) + 1))
         sent_split = np.searchsorted(sent_cols[:, 0], np.arange(len(docs["doc_id"]) + 1))
         saved: list[_Saved] = []
         for i in range(len(docs["doc_id"])):
-            table = node_cols[node_split[i]:node_split[i + 1]]
+            table = node_cols[node_split[i] : node_split[i + 1]]
             leaves = np.flatnonzero(table[:, 6] >= 0)
             headings = [list(h) for h in json.loads(docs["headings"][i])]
-            saved.append((table[:, 1:6].copy(), leaves, table[leaves, 6].copy(),
-                          sent_cols[sent_split[i]:sent_split[i + 1], 1:].copy(), headings))
+            saved.append(
+                (
+                    table[:, 1:6].copy(),
+                    leaves,
+                    table[leaves, 6].copy(),
+                    sent_cols[sent_split[i] : sent_split[i + 1], 1:].copy(),
+                    headings,
+                )
+            )
         if (folder / "vectors.hnsw").is_file():
             index._hnsw = hnswlib.Index(space="cosine", dim=manifest["dim"])
             try:
@@ -718,8 +784,10 @@ class Index:
         except ValueError as exc:
             raise CorruptIndexError(f"corrupt index in {folder}: {exc}") from exc
         if manifest["next_label"] < max(index._next_label, index._graph_top):
-            raise CorruptIndexError(f"corrupt index: {manifest_file} says next_label {manifest['next_label']}, "
-                                    f"but labels up to {max(index._next_label, index._graph_top) - 1} are in use")
+            raise CorruptIndexError(
+                f"corrupt index: {manifest_file} says next_label {manifest['next_label']}, "
+                f"but labels up to {max(index._next_label, index._graph_top) - 1} are in use"
+            )
         index._next_label = manifest["next_label"]
         labels = np.concatenate([s[2] for s in saved]) if saved else np.zeros(0, np.int64)
         if (folder / "quantized.npy").is_file() and (folder / "scales.npy").is_file():
@@ -728,12 +796,15 @@ class Index:
                 index._scales = np.load(folder / "scales.npy", allow_pickle=False)
             except ValueError as exc:
                 raise CorruptIndexError(f"corrupt index: cannot read the vectors in {folder}: {exc}") from exc
-            if (index._vectors.dtype != np.int8 or index._vectors.shape != (len(index._scales), manifest["dim"] or 0)
-                    or (len(labels) and labels.max() >= len(index._scales))):
+            if (
+                index._vectors.dtype != np.int8
+                or index._vectors.shape != (len(index._scales), manifest["dim"] or 0)
+                or (len(labels) and labels.max() >= len(index._scales))
+            ):
                 raise CorruptIndexError(f"corrupt index: {folder / 'quantized.npy'} does not match the index")
         else:  # saved before 0.2: requantize the graph's vectors
             for at in range(0, len(labels), 4096):
-                part = labels[at:at + 4096]
+                part = labels[at : at + 4096]
                 index._keep_vectors(part, np.asarray(index._hnsw.get_items(part, return_type="numpy"), np.float32))
         return index
 
@@ -741,16 +812,26 @@ class Index:
         """Adds documents read from a saved index: ``docs`` columns, and per document
         its nodes ``(start, end, parent, section, level)``, leaves, labels, sentences
         and headings (each text tokenized once, by the native store)."""
-        slots = self._expander.add_docs(docs["text"], [s[3] for s in saved], [s[0][:, :4] for s in saved],
-                                        [s[1].tolist() for s in saved], [s[2].tolist() for s in saved],
-                                        docs["doc_id"], [s[4] for s in saved])
-        trees = [_Tree(doc_id, source, text, None, *_passages(nodes, leaves))
-                 for doc_id, source, text, (nodes, leaves, *_) in zip(docs["doc_id"], docs["source"], docs["text"], saved)]
+        slots = self._expander.add_docs(
+            docs["text"],
+            [s[3] for s in saved],
+            [s[0][:, :4] for s in saved],
+            [s[1].tolist() for s in saved],
+            [s[2].tolist() for s in saved],
+            docs["doc_id"],
+            [s[4] for s in saved],
+        )
+        trees = [
+            _Tree(doc_id, source, text, None, *_passages(nodes, leaves))
+            for doc_id, source, text, (nodes, leaves, *_) in zip(docs["doc_id"], docs["source"], docs["text"], saved)
+        ]
         self._register(trees, [s[2] for s in saved], slots)
 
     def __repr__(self) -> str:
-        return (f"Index({len(self)} documents, {self.leaf_count} leaves, leaf_tokens={self.leaf_tokens}, "
-                f"parent_tokens={self.parent_tokens}, hybrid={self.hybrid})")
+        return (
+            f"Index({len(self)} documents, {self.leaf_count} leaves, leaf_tokens={self.leaf_tokens}, "
+            f"parent_tokens={self.parent_tokens}, hybrid={self.hybrid})"
+        )
 
 
 def _tree(record: tuple[str, str, str, str | None], native: Any) -> _Tree:

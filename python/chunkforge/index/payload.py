@@ -49,12 +49,14 @@ class Passage(NamedTuple):
     @property
     def text(self) -> str:
         """The passage's text, ``document[start:end]``."""
-        return self.document[self.start:self.end]
+        return self.document[self.start : self.end]
 
     def __repr__(self) -> str:
         text = self.text if self.end - self.start <= 60 else self.text[:57] + "..."
-        return (f"Passage(doc_id={self.doc_id!r}, start={self.start}, end={self.end}, token_count={self.token_count}, "
-                f"score={self.score!r}, heading_path={self.heading_path!r}, hits={len(self.hits)}, text={text!r})")
+        return (
+            f"Passage(doc_id={self.doc_id!r}, start={self.start}, end={self.end}, token_count={self.token_count}, "
+            f"score={self.score!r}, heading_path={self.heading_path!r}, hits={len(self.hits)}, text={text!r})"
+        )
 
 
 class DocumentTree(NamedTuple):

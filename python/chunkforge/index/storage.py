@@ -31,7 +31,12 @@ def tokenizer_json(tokenizer: Tokenizer) -> str:
 
 
 MANIFEST_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "format": str, "settings": dict, "dim": (int, type(None)), "next_label": int, "documents": int, "files": dict,
+    "format": str,
+    "settings": dict,
+    "dim": (int, type(None)),
+    "next_label": int,
+    "documents": int,
+    "files": dict,
     "checksum": str,
 }
 

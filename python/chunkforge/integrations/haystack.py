@@ -47,8 +47,13 @@ class ChunkforgeDocumentSplitter:
             if doc.content is None:
                 raise ValueError(f"document {doc.id} has no text content (content is None)")
             for i, chunk in enumerate(self.chunker.chunk(doc.content)):
-                meta = {**doc.meta, "source_id": doc.id, "split_id": i, "split_idx_start": chunk.start,
-                        **chunk_metadata(chunk)}
+                meta = {
+                    **doc.meta,
+                    "source_id": doc.id,
+                    "split_id": i,
+                    "split_idx_start": chunk.start,
+                    **chunk_metadata(chunk),
+                }
                 out.append(Document(content=chunk.text, meta=meta))
         return {"documents": out}
 
