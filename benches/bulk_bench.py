@@ -77,8 +77,10 @@ def sample(every: int, slices: int, folder: Path) -> list[Path]:
 def changed_copy(src: Path, dst: Path, every: int = 100) -> int:
     """``src`` (JSONL, or .gz) with one document in ``every`` changed (a sentence appended)."""
     changed = 0
-    with (gzip.open(src, "rt", encoding="utf-8") if src.suffix == ".gz" else open(src, encoding="utf-8")) as f, \
-            open(dst, "w", encoding="utf-8") as out:
+    with (
+        gzip.open(src, "rt", encoding="utf-8") if src.suffix == ".gz" else open(src, encoding="utf-8") as f,
+        open(dst, "w", encoding="utf-8") as out,
+    ):
         for i, line in enumerate(f):
             record = json.loads(line)
             if i % every == every // 2:
@@ -99,26 +101,59 @@ def run_variant(variant: str, docs: Path, work: Path, model_variant: str, shard_
     cpu_started = time.process_time()
     result: dict = {"variant": variant}
     if variant in ("job", "ray", "rerun"):
-        summary = pipeline.run([docs], work / ("ray" if variant == "ray" else "job"), variant=model_variant,
-                               ray="local" if variant == "ray" else None, progress=False, shard_docs=shard_docs)
-        result.update(docs=summary.docs, chunks=summary.rows, tokens=summary.tokens, embedded=summary.embedded,
-                      shards_built=summary.shards_built, shards_kept=summary.shards_kept)
+        summary = pipeline.run(
+            [docs],
+            work / ("ray" if variant == "ray" else "job"),
+            variant=model_variant,
+            ray="local" if variant == "ray" else None,
+            progress=False,
+            shard_docs=shard_docs,
+        )
+        result.update(
+            docs=summary.docs,
+            chunks=summary.rows,
+            tokens=summary.tokens,
+            embedded=summary.embedded,
+            shards_built=summary.shards_built,
+            shards_kept=summary.shards_kept,
+        )
     elif variant == "incremental":
         changed = changed_copy(docs, work / "changed.jsonl")
         shutil.copytree(work / "job", work / "incremental")  # the job's own dataset stays
         started, cpu_started = time.perf_counter(), time.process_time()
-        summary = pipeline.run([work / "changed.jsonl"], work / "incremental", variant=model_variant, progress=False,
-                               shard_docs=shard_docs)
-        result.update(docs=summary.docs, chunks=summary.rows, tokens=summary.tokens, changed_docs=changed,
-                      embedded=summary.embedded, embedded_tokens=summary.embedded_tokens,
-                      shards_built=summary.shards_built, shards_kept=summary.shards_kept)
+        summary = pipeline.run(
+            [work / "changed.jsonl"], work / "incremental", variant=model_variant, progress=False, shard_docs=shard_docs
+        )
+        result.update(
+            docs=summary.docs,
+            chunks=summary.rows,
+            tokens=summary.tokens,
+            changed_docs=changed,
+            embedded=summary.embedded,
+            embedded_tokens=summary.embedded_tokens,
+            shards_built=summary.shards_built,
+            shards_kept=summary.shards_kept,
+        )
     elif variant == "cli":
         assert main(["chunk", str(docs), "--max-tokens", "254", "--out", str(work / "chunks.jsonl")]) == 0
-        assert main(["embed", str(work / "chunks.jsonl"), "--variant", model_variant, "--no-progress",
-                     "--out", str(work / "vectors.parquet")]) == 0
+        assert (
+            main(
+                [
+                    "embed",
+                    str(work / "chunks.jsonl"),
+                    "--variant",
+                    model_variant,
+                    "--no-progress",
+                    "--out",
+                    str(work / "vectors.parquet"),
+                ]
+            )
+            == 0
+        )
         chunks = [json.loads(line) for line in open(work / "chunks.jsonl", encoding="utf-8")]
-        result.update(docs=len({c["doc_id"] for c in chunks}), chunks=len(chunks),
-                      tokens=sum(c["token_count"] for c in chunks))
+        result.update(
+            docs=len({c["doc_id"] for c in chunks}), chunks=len(chunks), tokens=sum(c["token_count"] for c in chunks)
+        )
     elif variant == "loop":
         encoder = Encoder.default(model_variant, max_batch_tokens=32 * 256)  # one run per batch of 32
         chunker = RecursiveChunker(encoder.tokenizer, max_tokens=254)
@@ -127,7 +162,7 @@ def run_variant(variant: str, docs: Path, work: Path, model_variant: str, shard_
         order = sorted(range(len(chunks)), key=lambda i: -chunks[i].token_count)
         vectors = np.empty((len(chunks), encoder.dim), np.float32)
         for k in range(0, len(order), 32):
-            idx = order[k:k + 32]
+            idx = order[k : k + 32]
             vectors[idx] = encoder.embed([chunks[i].text for i in idx])
         result.update(docs=len(texts), chunks=len(chunks), tokens=sum(c.token_count for c in chunks))
     result["seconds"] = time.perf_counter() - started
@@ -154,7 +189,9 @@ class Sampler:
             if self.pid is not None:
                 try:
                     status = Path(f"/proc/{self.pid}/status").read_text()
-                    row["rss_mb"] = int(next(x for x in status.splitlines() if x.startswith("VmRSS:")).split()[1]) / 1024
+                    row["rss_mb"] = (
+                        int(next(x for x in status.splitlines() if x.startswith("VmRSS:")).split()[1]) / 1024
+                    )
                 except (OSError, StopIteration):
                     pass
             if self.shards is not None and self.shards.is_dir():
@@ -176,12 +213,26 @@ class Sampler:
         return sum(loads) / max(len(loads), 1)
 
 
-def child(variant: str, docs: Path, work: Path, args: argparse.Namespace, sample_s: float,
-          shards: Path | None = None) -> dict:
+def child(
+    variant: str, docs: Path, work: Path, args: argparse.Namespace, sample_s: float, shards: Path | None = None
+) -> dict:
     """One variant in its own process, the load (and its RSS) sampled meanwhile."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), os.environ.get("PYTHONPATH", "")])}
-    cmd = [sys.executable, __file__, "child", "--variant", variant, "--docs", str(docs), "--work", str(work),
-           "--model-variant", args.model_variant, "--shard-docs", str(args.shard_docs)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "child",
+        "--variant",
+        variant,
+        "--docs",
+        str(docs),
+        "--work",
+        str(work),
+        "--model-variant",
+        args.model_variant,
+        "--shard-docs",
+        str(args.shard_docs),
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     with Sampler(sample_s, proc.pid, shards) as sampler:
         out, err = proc.communicate()
@@ -194,15 +245,20 @@ def child(variant: str, docs: Path, work: Path, args: argparse.Namespace, sample
 
 
 def table(rows: list[dict], base: dict | None) -> str:
-    lines = ["| variant | seconds | docs/s | tokens/s | CPU s | tokens/CPU-s | peak RSS MB | load | vs job (wall) "
-             "| vs job (CPU) |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| variant | seconds | docs/s | tokens/s | CPU s | tokens/CPU-s | peak RSS MB | load | vs job (wall) "
+        "| vs job (CPU) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for r in rows:
         wall = f"{r['seconds'] / base['seconds']:.3f}x" if base else "-"
         cpu = f"{r['cpu_seconds'] / base['cpu_seconds']:.3f}x" if base and r["variant"] != "ray" else "-"
-        lines.append(f"| {r['variant']} | {r['seconds']:.1f} | {r['docs'] / r['seconds']:.2f} | "
-                     f"{r['tokens'] / r['seconds']:,.0f} | {r['cpu_seconds']:.1f} | "
-                     f"{r['tokens'] / r['cpu_seconds']:,.0f} | {r['peak_rss_mb']:.0f} | {r['load1_mean']:.1f} | "
-                     f"{wall} | {cpu} |")
+        lines.append(
+            f"| {r['variant']} | {r['seconds']:.1f} | {r['docs'] / r['seconds']:.2f} | "
+            f"{r['tokens'] / r['seconds']:,.0f} | {r['cpu_seconds']:.1f} | "
+            f"{r['tokens'] / r['cpu_seconds']:,.0f} | {r['peak_rss_mb']:.0f} | {r['load1_mean']:.1f} | "
+            f"{wall} | {cpu} |"
+        )
     return "\n".join(lines)
 
 
@@ -225,8 +281,10 @@ def compare(args: argparse.Namespace, work: Path) -> dict:
     results: list[dict] = []
     for k, docs in enumerate(slices):
         n = sum(1 for _ in open(docs, encoding="utf-8"))
-        print(f"slice {k}: {n} documents, {docs.stat().st_size / 1e6:.2f} MB; load {os.getloadavg()[0]:.1f}", flush=True)
-        order = VARIANTS[k % len(VARIANTS):] + VARIANTS[:k % len(VARIANTS)]
+        print(
+            f"slice {k}: {n} documents, {docs.stat().st_size / 1e6:.2f} MB; load {os.getloadavg()[0]:.1f}", flush=True
+        )
+        order = VARIANTS[k % len(VARIANTS) :] + VARIANTS[: k % len(VARIANTS)]
         slice_work = work / f"w{k}"
         slice_work.mkdir()
         for variant in order:
@@ -243,10 +301,14 @@ def compare(args: argparse.Namespace, work: Path) -> dict:
     totals = []
     for variant in VARIANTS:
         mine = [r for r in results if r["variant"] == variant]
-        totals.append({"variant": variant, **{key: sum(r[key] for r in mine) for key in
-                                              ("docs", "chunks", "tokens", "seconds", "cpu_seconds")},
-                       "peak_rss_mb": max(r["peak_rss_mb"] for r in mine),
-                       "load1_mean": sum(r["load1_mean"] * r["seconds"] for r in mine) / sum(r["seconds"] for r in mine)})
+        totals.append(
+            {
+                "variant": variant,
+                **{key: sum(r[key] for r in mine) for key in ("docs", "chunks", "tokens", "seconds", "cpu_seconds")},
+                "peak_rss_mb": max(r["peak_rss_mb"] for r in mine),
+                "load1_mean": sum(r["load1_mean"] * r["seconds"] for r in mine) / sum(r["seconds"] for r in mine),
+            }
+        )
     print("\nSum over the slices:\n" + table(totals, totals[0]))
     identical = [r.get("rows_identical") for r in results if "rows_identical" in r]
     print(f"\nRay rows identical to the job's, per slice: {identical}")
@@ -267,8 +329,9 @@ def main() -> None:
     parser.add_argument("--work", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.mode == "child":
-        print(json.dumps(run_variant(args.variant, Path(args.docs), Path(args.work), args.model_variant,
-                                     args.shard_docs)))
+        print(
+            json.dumps(run_variant(args.variant, Path(args.docs), Path(args.work), args.model_variant, args.shard_docs))
+        )
         return
     if args.shard_docs is None:
         sys.path.insert(0, str(ROOT / "python"))
@@ -278,9 +341,14 @@ def main() -> None:
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="bulk-bench-") as tmp:
         figures = full(args, Path(tmp)) if args.mode == "full" else compare(args, Path(tmp))
-    figures = {"mode": args.mode, "model_variant": args.model_variant, "shard_docs": args.shard_docs,
-               "cpus": os.cpu_count(), "started": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(started)),
-               **figures}
+    figures = {
+        "mode": args.mode,
+        "model_variant": args.model_variant,
+        "shard_docs": args.shard_docs,
+        "cpus": os.cpu_count(),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(started)),
+        **figures,
+    }
     if args.out:
         Path(args.out).write_text(json.dumps(figures, indent=1) + "\n")
 
