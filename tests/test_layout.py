@@ -5,11 +5,14 @@ native object reach ``_native``."""
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+import chunkforge
 
 PACKAGE = Path(__file__).parents[1] / "python" / "chunkforge"
 # the index owns a native object (its store of document trees)
@@ -136,5 +139,6 @@ def test_each_module_imports_alone(name):
         [sys.executable, "-c", f"import {name}"],
         check=True,
         timeout=120,
-        env={**__import__("os").environ, "PYTHONPATH": str(PACKAGE.parent)},
+        # the package this run tests (the installed one, or the source tree with its built extension)
+        env={**os.environ, "PYTHONPATH": str(Path(chunkforge.__file__).parents[1])},
     )
