@@ -53,6 +53,9 @@ Overflow = Literal["error", "truncate", "warn"]
 OVERFLOW_POLICIES = ("error", "truncate", "warn")
 TOKEN_OUTPUTS = ("last_hidden_state", "token_embeddings")
 POOLED_OUTPUT = "chunkforge_sentence_embedding"
+QUERY_THREADS = 2
+"""Intra-op threads of :meth:`Encoder.embed_query`'s CPU session: a short text runs in well
+under half the time on two threads as on one (``benches/results/expansion.md``)."""
 _Padded = tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]
 """Padded model inputs (:meth:`Tokenizer.encode_padded`): ids, mask, offsets (when asked), full lengths."""
 
@@ -387,7 +390,9 @@ class Encoder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """One text's embedding, float32 ``(dim,)``, on a low-latency path: no
-        sorting or batching, and on CPU a session with one intra-op thread.
+        sorting or batching, and on CPU a session of its own with up to two intra-op threads
+        that sleep rather than spin between calls (so that concurrent queries, or other work on
+        the machine, keep their cores).
 
         >>> Encoder.default().embed_query("how do I reset my password?").shape  # doctest: +SKIP
         (384,)
@@ -401,7 +406,8 @@ class Encoder:
         elif self._query_session is None:
             # the graph is read again rather than kept in memory for a session that may never be used
             model = _with_pooled_output(_load_graph(self.graph), self._output, self.pooling, self.normalize)
-            self._query_session = _session(self.graph, self.providers, 1, 1, model)
+            threads = min(QUERY_THREADS, os.cpu_count() or 1)
+            self._query_session = _session(self.graph, self.providers, threads, 1, model, spin=False)
         vector: np.ndarray = self._run(self._query_session, ids, mask, POOLED_OUTPUT)[0]
         return vector
 
@@ -576,11 +582,14 @@ def _read_json(path: Path, kind: type = dict) -> Any:
 
 
 def _session(
-    graph: Path, providers: Sequence[str], intra: int | None, inter: int | None, model: bytes
+    graph: Path, providers: Sequence[str], intra: int | None, inter: int | None, model: bytes, spin: bool = True
 ) -> ort.InferenceSession:
     """A session on the serialized ``model``, read from the file ``graph`` (its
-    external data, if any, is read by ONNX Runtime from beside ``graph``)."""
+    external data, if any, is read by ONNX Runtime from beside ``graph``); ``spin=False``:
+    its intra-op threads sleep between calls instead of spinning."""
     options = ort.SessionOptions()
+    if not spin:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.model_external_initializers_file_folder_path", str(graph.parent))
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.inter_op_num_threads = 1 if inter is None else inter
