@@ -216,6 +216,12 @@ impl Doc {
         self.nodes.iter().zip(levels).map(|(n, l)| [n.start, n.end, n.parent, n.section, l]).collect()
     }
 
+    /// Indices of the leaves whose section's heading path starts with `prefix`.
+    pub fn leaves_under(&self, prefix: &[String]) -> Vec<usize> {
+        let under: Vec<bool> = self.headings.iter().map(|h| h.starts_with(prefix)).collect();
+        self.leaves.iter().enumerate().filter(|&(_, &n)| under[self.nodes[n as usize].section as usize]).map(|(i, _)| i).collect()
+    }
+
     /// Node index of each leaf.
     pub fn leaves(&self) -> &[u32] {
         &self.leaves

@@ -677,13 +677,13 @@ impl DocTree {
     /// `(m, 5)` rows `(start, end, parent or -1, section, level)`, code points, parents first.
     #[getter]
     fn nodes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i64>>> {
-        Ok(node_array(py, &self.get()?.nodes))
+        Ok(node_array(py, &self.get()?.doc.node_rows()))
     }
 
     /// Node index of each leaf, in text order.
     #[getter]
     fn leaves<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<i64>>> {
-        Ok(self.get()?.leaves.iter().map(|&l| l as i64).collect::<Vec<_>>().into_pyarray(py))
+        Ok(self.get()?.doc.leaves().iter().map(|&l| l as i64).collect::<Vec<_>>().into_pyarray(py))
     }
 
     /// `(token_ids, bounds)`: leaf `i`'s token ids (no special tokens, as if its
@@ -893,9 +893,7 @@ impl Expander {
     /// The indices of the leaves of the document in `slot` whose section's heading path starts with `prefix`.
     fn leaves_under(&self, slot: usize, prefix: Vec<String>) -> PyResult<Vec<usize>> {
         let doc = self.store.doc(slot).ok_or_else(|| PyValueError::new_err(format!("no document in slot {slot}")))?;
-        let rows = doc.node_rows();
-        let under: Vec<bool> = doc.headings().iter().map(|h| h.starts_with(&prefix)).collect();
-        Ok(doc.leaves().iter().enumerate().filter(|&(_, &n)| under[rows[n as usize][3] as usize]).map(|(i, _)| i).collect())
+        Ok(doc.leaves_under(&prefix))
     }
 
     /// The saved form of the document in `slot`: `(nodes, leaves, sentences, headings)`,

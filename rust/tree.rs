@@ -32,11 +32,8 @@ pub struct TreeConfig {
 
 /// A document's tree, ready for the store, and what the index needs of it.
 pub struct Tree {
+    /// The document with its tree (nodes and leaves: [`Doc::node_rows`], [`Doc::leaves`]).
     pub doc: Doc,
-    /// `(start, end, parent, section, level)` per node (code points), parents first.
-    pub nodes: Vec<[u32; 5]>,
-    /// Node index of each leaf, in text order.
-    pub leaves: Vec<u32>,
     /// Token ids of each leaf encoded alone (no special tokens): leaf `i`'s are
     /// `leaf_ids[leaf_bounds[i]..leaf_bounds[i + 1]]`.
     pub leaf_ids: Vec<u32>,
@@ -65,22 +62,19 @@ pub fn build(tk: &Tokenizer, text: &str, syntax: Option<Syntax>, cfg: &TreeConfi
         let mut offs: Vec<usize> = nodes.iter().flat_map(|n| [n[0], n[1]]).chain(sents.iter().flat_map(|x| [x[0], x[1]])).collect();
         bytes_to_chars(text, &mut offs);
         let (node_offs, sent_offs) = offs.split_at(2 * nodes.len());
-        let nodes: Vec<[u32; 5]> = nodes
-            .iter()
-            .zip(node_offs.chunks(2))
-            .map(|(n, o)| [o[0] as u32, o[1] as u32, n[2] as u32, n[3] as u32, n[4] as u32])
-            .collect();
+        let nodes: Vec<(u32, u32, u32, u32)> =
+            nodes.iter().zip(node_offs.chunks(2)).map(|(n, o)| (o[0] as u32, o[1] as u32, n[2] as u32, n[3] as u32)).collect();
         let sentences: Vec<(u32, u32, u32)> = sents.iter().zip(sent_offs.chunks(2)).map(|(x, o)| (o[0] as u32, o[1] as u32, x[2] as u32)).collect();
         tokens.tokens = None; // the leaves' ids are taken: expansion needs the words only
         let input = DocInput {
             text,
             sentences,
-            nodes: nodes.iter().map(|n| (n[0], n[1], n[2], n[3])).collect(),
-            leaves: leaves.clone(),
+            nodes,
+            leaves,
             headings,
         };
         let doc = Doc::new(tk, input, Some(tokens))?;
-        Ok(Tree { doc, nodes, leaves, leaf_ids, leaf_bounds })
+        Ok(Tree { doc, leaf_ids, leaf_bounds })
     })
 }
 
@@ -163,18 +157,19 @@ mod tests {
         assert_eq!(tk.tokenized().0, before + 1, "the document is tokenized once");
         let chars: Vec<char> = text.chars().collect();
         let slice = |n: &[u32; 5]| chars[n[0] as usize..n[1] as usize].iter().collect::<String>();
-        let leaves: Vec<String> = tree.leaves.iter().map(|&l| slice(&tree.nodes[l as usize])).collect();
-        assert!(leaves.contains(&"Cats purr.".to_string()) && leaves.contains(&"Fish.".to_string()));
-        for (i, &l) in tree.leaves.iter().enumerate() {
-            let n = &tree.nodes[l as usize];
+        let (nodes, leaves) = (tree.doc.node_rows(), tree.doc.leaves());
+        let texts: Vec<String> = leaves.iter().map(|&l| slice(&nodes[l as usize])).collect();
+        assert!(texts.contains(&"Cats purr.".to_string()) && texts.contains(&"Fish.".to_string()));
+        for (i, &l) in leaves.iter().enumerate() {
+            let n = &nodes[l as usize];
             let alone = tk.with_cache(|c| tk.analyze(&slice(n), true, c)).unwrap().tokens.unwrap().ids;
             assert_eq!(&tree.leaf_ids[tree.leaf_bounds[i]..tree.leaf_bounds[i + 1]], &alone[..], "leaf {i}: {:?}", slice(n));
             assert!(alone.len() <= 6, "leaf {i} is over leaf_tokens");
             // a leaf lies in its parent, a parent in its section
-            let p = &tree.nodes[n[2] as usize];
+            let p = &nodes[n[2] as usize];
             assert!(p[0] <= n[0] && n[1] <= p[1] && p[3] == n[3] && p[4] + 1 == n[4]);
         }
         // the "Food" section is a root of its own
-        assert_eq!(tree.nodes.iter().filter(|n| n[2] == NONE).count(), 2);
+        assert_eq!(nodes.iter().filter(|n| n[2] == NONE).count(), 2);
     }
 }

@@ -36,6 +36,14 @@ from chunkforge.cli import main
 from conftest import DATA, corpus
 
 MAX_TOKENS = 48
+
+
+def job_args(docs: Path, out: Path, *extra: str) -> list[str]:
+    """``chunkforge embed-docs`` over ``docs`` into ``out`` with the tests' settings, then ``extra``."""
+    args = ["embed-docs", str(docs), "--out", str(out), "--max-tokens", str(MAX_TOKENS), "--with-text"]
+    return [*args, "--shard-docs", "4", *extra]
+
+
 ROW_COLUMNS = ["doc_id", "chunk_id", "start", "end", "token_count", "heading_path", "text", "text_hash"]
 
 
@@ -228,21 +236,7 @@ def test_kill_9_at_any_moment_then_rerun_gives_every_chunk_once(
     tmp_path: Path, docs_file: Path, reference: pa.Table
 ) -> None:
     out = tmp_path / "ds"
-    args = [
-        "embed-docs",
-        str(docs_file),
-        "--out",
-        str(out),
-        "--max-tokens",
-        str(MAX_TOKENS),
-        "--with-text",
-        "--shard-docs",
-        "4",
-        "--on-overflow",
-        "error",
-        "--threads",
-        "1",
-    ]
+    args = job_args(docs_file, out, "--on-overflow", "error", "--threads", "1")
     shards = out / "shards"
 
     def count() -> int:
@@ -352,21 +346,7 @@ def test_bad_input_exits_2_with_one_line(
 def test_lancedb_output_is_searchable(tmp_path: Path, docs_file: Path, encoder: Encoder, reference: pa.Table) -> None:
     lancedb = pytest.importorskip("lancedb")
     out, db_path = tmp_path / "ds", tmp_path / "db"
-    code = main(
-        [
-            "embed-docs",
-            str(docs_file),
-            "--out",
-            str(out),
-            "--max-tokens",
-            str(MAX_TOKENS),
-            "--with-text",
-            "--shard-docs",
-            "4",
-            "--lancedb",
-            str(db_path),
-        ]
-    )
+    code = main(job_args(docs_file, out, "--lancedb", str(db_path)))
     assert code == 0
     table = lancedb.connect(str(db_path)).open_table("chunks")
     assert table.count_rows() == reference.num_rows
@@ -375,24 +355,7 @@ def test_lancedb_output_is_searchable(tmp_path: Path, docs_file: Path, encoder: 
     assert (hits[0]["doc_id"], hits[0]["start"], hits[0]["text"]) == (target["doc_id"], target["start"], target["text"])
     # a rerun over fewer documents replaces the table: no row of a dropped document is left
     write_jsonl(tmp_path / "fewer.jsonl", small_docs()[:5])
-    assert (
-        main(
-            [
-                "embed-docs",
-                str(tmp_path / "fewer.jsonl"),
-                "--out",
-                str(out),
-                "--max-tokens",
-                str(MAX_TOKENS),
-                "--with-text",
-                "--shard-docs",
-                "4",
-                "--lancedb",
-                str(db_path),
-            ]
-        )
-        == 0
-    )
+    assert main(job_args(tmp_path / "fewer.jsonl", out, "--lancedb", str(db_path))) == 0
     fewer = pipeline.read_dataset(out).num_rows
     assert fewer < reference.num_rows
     assert lancedb.connect(str(db_path)).open_table("chunks").count_rows() == fewer

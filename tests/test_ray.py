@@ -21,7 +21,7 @@ ray = pytest.importorskip("ray", reason="chunkforge.ray needs Ray Data (chunkfor
 pytest.importorskip("ray.data")
 
 from chunkforge import Encoder, pipeline
-from test_pipeline import MAX_TOKENS, ROW_COLUMNS, assert_same_rows, small_docs, vectors, write_jsonl
+from test_pipeline import MAX_TOKENS, ROW_COLUMNS, assert_same_rows, job_args, small_docs, vectors, write_jsonl
 
 WORKER = "ray::MapWorker(MapBatches(ShardWorker))"
 
@@ -79,19 +79,7 @@ def test_two_node_job_survives_a_killed_actor_with_every_row_once(cluster, job, 
             sys.executable,
             "-m",
             "chunkforge",
-            "embed-docs",
-            str(docs),
-            "--out",
-            str(out),
-            "--max-tokens",
-            str(MAX_TOKENS),
-            "--with-text",
-            "--shard-docs",
-            "4",
-            "--on-overflow",
-            "error",
-            "--ray",
-            cluster.address,
+            *job_args(docs, out, "--on-overflow", "error", "--ray", cluster.address),
         ],
         env=env,
         stdout=subprocess.PIPE,
