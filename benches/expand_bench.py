@@ -1,8 +1,8 @@
 """Expansion latency: 50 hits -> payload on an index of ~100k leaves.
 
-The index's structure (sections, 512-token parents, sentence leaves) is built
-from the real corpus (tests/data/docs-corpus.jsonl.gz) without embedding: the
-expansion never looks at vectors. Each query's hits are realistic: a few anchor
+The index's structure (sections, parents and leaves of ``Index``'s defaults: 256
+and 48 tokens) is built from the real corpus (tests/data/docs-corpus.jsonl.gz)
+without embedding: the expansion never looks at vectors. Each query's hits are realistic: a few anchor
 leaves and their neighbours, scores descending. ``--export`` also writes the
 trees and hits for the LlamaIndex adapter (benches/llamaindex_expand.py).
 Timed per policy: ``expand`` (``Payload`` of ``Passage`` objects; their texts are
@@ -46,7 +46,7 @@ def structure_index(leaves: int) -> Index:
     """An index holding the trees of the first corpus documents up to ``leaves`` leaves,
     with no vectors (expansion reads the trees only): the index's own build step, its
     leaves labelled in order, without the embedding and the HNSW graph."""
-    index = Index(leaf_tokens=64, parent_tokens=(512,))
+    index = Index()
     records = corpus_documents(leaves)
     trees = index._build(index._records(records))
     counts = np.cumsum([0] + [len(t.leaf_parent) for t in trees])

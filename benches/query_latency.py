@@ -1,5 +1,5 @@
 """End-to-end query latency on a ~100k-leaf index: ``Index.query(question)`` with the
-defaults (embed the question with the ONNX encoder on one thread, dense and BM25
+defaults (embed the question with the ONNX encoder, dense and BM25
 ranking, fusion, expansion and packing into 1,000 tokens), and the index's build
 time and peak memory.
 

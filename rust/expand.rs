@@ -79,6 +79,8 @@ pub struct Doc {
     headings: Vec<Vec<String>>,
     /// The section of each sentence.
     sentence_sections: Vec<u32>,
+    /// The longest run of whitespace in the text (code points): a longer gap is not blank.
+    longest_blank: u32,
 }
 
 /// What a document is made of, as given by the indexer (code point offsets).
@@ -172,6 +174,7 @@ impl Doc {
         if let Some(n) = input.nodes.iter().find(|n| n.3 as usize >= input.headings.len()) {
             return Err(format!("section {} has no heading path ({} given)", n.3, input.headings.len()));
         }
+        let longest_blank = longest_blank(&text);
         let mut doc = Doc {
             text,
             tokens,
@@ -182,6 +185,7 @@ impl Doc {
             leaf_sentences,
             headings: input.headings,
             sentence_sections: input.sentences.iter().map(|x| x.2).collect(),
+            longest_blank,
         };
         let words = |x: u32| Sizer::words_before(&doc.tokens, doc.byte(x));
         let sentence_words: Vec<(u32, u32)> = doc.sentences.iter().map(|x| (words(x.start), words(x.end))).collect();
@@ -245,9 +249,32 @@ impl Doc {
         self.char_bytes.as_ref().map_or(i as usize, |b| b[i as usize] as usize)
     }
 
-    /// True when `text[s..e]` (code points) is whitespace only.
+    /// True when `text[s..e]` (code points) is whitespace only (a gap longer than
+    /// the text's longest whitespace run is not: the text is not read, whose
+    /// bytes are likely not in the caches).
     fn blank(&self, s: u32, e: u32) -> bool {
-        s >= e || self.text[self.byte(s)..self.byte(e)].chars().all(char::is_whitespace)
+        s >= e || (e - s <= self.longest_blank && self.text[self.byte(s)..self.byte(e)].chars().all(char::is_whitespace))
+    }
+
+    /// Where the whitespace before `s` begins and the whitespace after `e` ends
+    /// (code points): a span ending in `[m.0, s]` touches `[s, e)`, as does one
+    /// starting in `[e, m.1]`.
+    fn margins(&self, s: u32, e: u32) -> (u32, u32) {
+        let before = self.text[..self.byte(s)].chars().rev().take_while(|c| c.is_whitespace()).count() as u32;
+        let after = self.text[self.byte(e)..].chars().take_while(|c| c.is_whitespace()).count() as u32;
+        (s - before, e + after)
+    }
+
+    /// `(words before s, words before e)` (see [`Node::words`]) for a span inside a
+    /// span whose ends have the word indices `within`; searched among those words
+    /// only ([`NONE`]s when `within` is unknown).
+    fn words_within(&self, s: u32, e: u32, within: (u32, u32)) -> (u32, u32) {
+        if within.0 == NONE || within.1 == NONE {
+            return (NONE, NONE);
+        }
+        let starts = &self.tokens.word_start[within.0 as usize..within.1 as usize];
+        let before = |x: u32| within.0 + starts.partition_point(|&w| (w as usize) < self.byte(x)) as u32;
+        (before(s), before(e))
     }
 
     /// `[s, e)` without its leading and trailing whitespace.
@@ -273,6 +300,16 @@ impl Doc {
 /// [`Store::merge`]'s sweep.
 fn better(a: (f64, u32, u32), b: (f64, u32, u32)) -> bool {
     a.0 > b.0 || (a.0 == b.0 && (a.1, std::cmp::Reverse(a.2)) < (b.1, std::cmp::Reverse(b.2)))
+}
+
+/// The longest run of whitespace in `text`, in code points.
+fn longest_blank(text: &str) -> u32 {
+    let (mut run, mut longest) = (0u32, 0u32);
+    for c in text.chars() {
+        run = if c.is_whitespace() { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    longest
 }
 
 fn sz_count(doc: &Doc, sz: &mut Sizer<'_>, s: u32, e: u32) -> u32 {
@@ -345,6 +382,11 @@ struct Unit {
     end: u32,
     /// Words of the text starting before `start` and `end`.
     words: (u32, u32),
+    /// The node's tokens (when `node` is not [`NONE`]).
+    tokens: u32,
+    /// Where the whitespace around `[start, end)` begins and ends, when known (then
+    /// the span has no whitespace at its ends).
+    margins: Option<(u32, u32)>,
     score: f64,
     section: u32,
     hits: HitIds,
@@ -362,7 +404,7 @@ struct Taken {
 /// it reads first, so that a hit costs one memory access before its document
 /// is touched (on a large index that access misses the caches).
 #[derive(Clone, Copy, Debug)]
-#[repr(align(64))] // one cache line a row (52 bytes would straddle two)
+#[repr(align(64))] // one cache line a row
 struct LeafRef {
     slot: u32,
     node: u32,
@@ -374,6 +416,9 @@ struct LeafRef {
     end: u32,
     words: (u32, u32),
     sentences: LeafSentences,
+    tokens: u32,
+    /// See [`Doc::margins`]; [`NONE`]s for a leaf with whitespace at an end.
+    margins: (u32, u32),
 }
 
 const FREE: LeafRef = LeafRef {
@@ -386,6 +431,8 @@ const FREE: LeafRef = LeafRef {
     end: 0,
     words: (0, 0),
     sentences: LeafSentences { a: 0, b: 0, lo: 0, hi: 0 },
+    tokens: 0,
+    margins: (0, 0),
 };
 
 /// All documents of an index, and the map from leaf labels to leaves.
@@ -415,9 +462,12 @@ impl Store {
             }
             let node = doc.leaves[i];
             let n = &doc.nodes[node as usize];
-            let (start, end, words, parent, section) = (n.start, n.end, n.words, n.parent, n.section);
+            let (start, end, words, parent, section, tokens) = (n.start, n.end, n.words, n.parent, n.section, n.tokens);
             let siblings = doc.siblings(n);
-            self.labels[l] = LeafRef { slot, node, parent, siblings, section, start, end, words, sentences: doc.leaf_sentences[i] };
+            // margins only for a leaf without whitespace at its ends (all of them, in trees built here)
+            let margins = if doc.trim(start, end) == (start, end) { doc.margins(start, end) } else { (NONE, NONE) };
+            let sentences = doc.leaf_sentences[i];
+            self.labels[l] = LeafRef { slot, node, parent, siblings, section, start, end, words, sentences, tokens, margins };
         }
         self.docs.push(Some(doc));
         Ok(slot as usize)
@@ -510,6 +560,8 @@ impl Store {
                 start: r.start,
                 end: r.end,
                 words: r.words,
+                tokens: r.tokens,
+                margins: (r.margins.0 != NONE).then_some(r.margins),
                 score,
                 section: r.section,
                 hits: smallvec![i as u32],
@@ -521,7 +573,7 @@ impl Store {
     fn node_unit(&self, doc: u32, node: u32, score: f64, hits: HitIds) -> Unit {
         let d = self.docs[doc as usize].as_ref().unwrap();
         let n = &d.nodes[node as usize];
-        Unit { doc, node, parent: n.parent, siblings: d.siblings(n), sentences: None, start: n.start, end: n.end, words: n.words, score, section: n.section, hits }
+        Unit { doc, node, parent: n.parent, siblings: d.siblings(n), sentences: None, start: n.start, end: n.end, words: n.words, tokens: n.tokens, margins: None, score, section: n.section, hits }
     }
 
     /// LlamaIndex's AutoMergingRetriever: while some parent has more than
@@ -582,7 +634,7 @@ impl Store {
         if last.end > u.end {
             (u.end, u.words.1) = (last.end, last.words.1);
         }
-        (u.node, u.parent, u.sentences) = (NONE, NONE, None);
+        (u.node, u.parent, u.sentences, u.margins) = (NONE, NONE, None, None);
     }
 
     /// Widens a leaf unit by whole sentences within its section, one at a time and
@@ -622,6 +674,7 @@ impl Store {
         }
         if (start, end) != (u.start, u.end) {
             (u.start, u.end, u.words) = (start.min(u.start), end.max(u.end), words);
+            u.margins = None;
             (u.node, u.parent, u.sentences) = (NONE, NONE, None);
         }
     }
@@ -632,14 +685,14 @@ impl Store {
         units.sort_unstable_by_key(|a| (a.doc, a.start, std::cmp::Reverse(a.end)));
         let mut out: Vec<Passage> = Vec::with_capacity(units.len());
         // the node a passage is (NONE when it is not one), and its ends' word indices
-        let mut single_node: Vec<(u32, (u32, u32))> = Vec::with_capacity(units.len());
+        let mut single_node: Vec<(u32, (u32, u32))> = Vec::with_capacity(units.len()); // (node tokens, words)
         for u in units {
             if let Some(last) = out.last_mut() {
                 let doc = self.docs[u.doc as usize].as_ref().unwrap();
-                if last.doc == u.doc && (u.start <= last.end || doc.blank(last.end, u.start)) {
-                    let (node, words) = single_node.last_mut().unwrap();
+                if last.doc == u.doc && (u.start <= last.end || u.margins.map_or_else(|| doc.blank(last.end, u.start), |m| last.end >= m.0)) {
+                    let (tokens, words) = single_node.last_mut().unwrap();
                     if u.end > last.end || u.start < last.start {
-                        *node = NONE;
+                        *tokens = NONE;
                     }
                     if u.end > last.end {
                         (last.end, words.1) = (u.end, u.words.1);
@@ -652,15 +705,15 @@ impl Store {
                     continue;
                 }
             }
-            single_node.push((u.node, u.words));
+            single_node.push((if u.node == NONE { NONE } else { u.tokens }, u.words));
             out.push(Passage { doc: u.doc, start: u.start, end: u.end, tokens: 0, score: u.score, section: u.section, hits: u.hits });
         }
-        for (p, (node, words)) in out.iter_mut().zip(single_node) {
+        for (p, (tokens, words)) in out.iter_mut().zip(single_node) {
             p.hits.sort_unstable();
             p.hits.dedup();
             let doc = self.docs[p.doc as usize].as_ref().unwrap();
-            p.tokens = if node != NONE {
-                doc.nodes[node as usize].tokens
+            p.tokens = if tokens != NONE {
+                tokens
             } else {
                 span_count(doc, &mut doc.sizer(tk, cache), p.start, p.end, words)
             };
@@ -706,9 +759,9 @@ impl Store {
                 let touches = if u.start <= t.end && t.start <= u.end {
                     true
                 } else if t.end < u.start {
-                    doc.blank(t.end, u.start)
+                    u.margins.map_or_else(|| doc.blank(t.end, u.start), |m| t.end >= m.0)
                 } else {
-                    doc.blank(u.end, t.start)
+                    u.margins.map_or_else(|| doc.blank(u.end, t.start), |m| t.start <= m.1)
                 };
                 if touches {
                     touching.push(j);
@@ -738,7 +791,7 @@ impl Store {
                 }
                 let freed: usize = touching.iter().map(|&j| taken[j].p.tokens as usize).sum();
                 let tokens = if touching.is_empty() && u.node != NONE {
-                    doc.nodes[u.node as usize].tokens
+                    u.tokens
                 } else {
                     span_count(doc, &mut doc.sizer(tk, cache), s, e, words)
                 };
@@ -764,15 +817,16 @@ impl Store {
                 if !touching.is_empty() {
                     self.pieces(u, &unit_hits, &touching, &taken, hits, &mut pieces);
                     let mut sz = doc.sizer(tk, cache);
-                    let counts: Vec<u32> = pieces.iter().map(|&(s, e, _)| sz_count(doc, &mut sz, s, e)).collect();
+                    let words: Vec<(u32, u32)> = pieces.iter().map(|&(s, e, _)| doc.words_within(s, e, u.words)).collect();
+                    let counts: Vec<u32> = pieces.iter().zip(&words).map(|(&(s, e, _), &w)| span_count(doc, &mut sz, s, e, w)).collect();
                     let total: usize = counts.iter().map(|&c| c as usize).sum();
                     if !pieces.is_empty() && used + total <= budget {
                         used += total;
                         placed = true;
-                        for ((s, e, on), tokens) in pieces.drain(..).zip(counts) {
+                        for (((s, e, on), tokens), words) in pieces.drain(..).zip(counts).zip(words) {
                             unit_hits.retain(|h| !on.contains(h));
                             let passage = Passage { doc: u.doc, start: s, end: e, tokens, score: u.score, section: u.section, hits: on };
-                            taken.push(Taken { p: passage, key: (u.score, s, e), words: (NONE, NONE) });
+                            taken.push(Taken { p: passage, key: (u.score, s, e), words });
                         }
                     }
                 } else if p.trim {
@@ -849,7 +903,8 @@ impl Store {
             if gs >= ge {
                 continue;
             }
-            let (s, e) = doc.trim(gs, ge);
+            // a whole unit without whitespace at its ends is its own trim (its text is not read)
+            let (s, e) = if u.margins.is_some() && (gs, ge) == (u.start, u.end) { (gs, ge) } else { doc.trim(gs, ge) };
             if s >= e || cover.iter().any(|&(cs, ce)| ce == s || cs == e) {
                 continue;
             }
@@ -956,6 +1011,29 @@ mod tests {
         let mut store = Store::default();
         store.add(doc, &[10, 11, 12, 13]).unwrap();
         store
+    }
+
+    #[test]
+    fn margins_say_what_blank_says() {
+        let tk = tokenizer();
+        let text = "  One.\n\n\tTwo.  Three.é  ";
+        let doc = Doc::new(&tk, DocInput { text, sentences: vec![], nodes: vec![], leaves: vec![], headings: vec![] }, None).unwrap();
+        let chars = text.chars().count() as u32;
+        assert_eq!(doc.longest_blank, 3);
+        for s in 0..=chars {
+            for e in s..=chars {
+                let (a, b) = doc.margins(s, e);
+                for x in 0..=chars {
+                    if x <= s {
+                        assert_eq!(x >= a, doc.text.chars().skip(x as usize).take((s - x) as usize).all(char::is_whitespace));
+                        assert_eq!(x >= a, doc.blank(x, s));
+                    }
+                    if x >= e {
+                        assert_eq!(x <= b, doc.blank(e, x), "{s} {e} {x}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -181,7 +181,7 @@ def test_build_tokenizes_each_document_once(encoder):
     assert max(index.tokenizer.count(h.text) for h in leaves) <= 24
     some = leaves[:3] + index.leaves(docs[1]["id"])
     expected = encoder.embed([h.text for h in some])
-    got = np.asarray(index._hnsw.get_items([h.leaf for h in some]), np.float32)
+    got = index._graph.vectors(np.array([h.leaf for h in some]))
     np.testing.assert_allclose(got, expected / np.linalg.norm(expected, axis=1, keepdims=True), atol=1e-5)
 
 

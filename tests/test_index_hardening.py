@@ -13,6 +13,7 @@ pytest.importorskip("hnswlib")
 pytest.importorskip("bm25s")
 
 from chunkforge.index import CorruptIndexError, Index
+from chunkforge.index.storage import checksum as _checksum  # noqa: E402
 from chunkforge.index.storage import manifest_checksum as _manifest_checksum  # noqa: E402
 
 from conftest import corpus  # noqa: E402
@@ -88,16 +89,18 @@ def test_readers_see_one_version_while_writers_add_and_delete(encoder):
 
 
 def test_two_builds_are_identical(encoder, tmp_path: Path):
-    """Seeded, single-threaded HNSW insertion: the same documents give the same graph
-    (byte for byte) and the same hits."""
+    """Each HNSW graph filled by one thread in label order (the graphs in parallel):
+    the same documents give the same graphs (byte for byte) and the same hits."""
     docs = [{"id": d["id"], "text": d["text"][:3000]} for d in corpus()[:20]]
     first, second = Index.build(docs, encoder), Index.build(docs, encoder)
     for q in ["how do I reset a git branch?", "memory overcommit", "install the package"]:
         assert answer(first, q) == answer(second, q)
     first.save(tmp_path / "a")
     second.save(tmp_path / "b")
-    graph = "v-000001/vectors.hnsw"
-    assert (tmp_path / "a" / graph).read_bytes() == (tmp_path / "b" / graph).read_bytes()
+    graphs = sorted(p.name for p in (tmp_path / "a" / "v-000001").glob("*.hnsw"))
+    assert graphs == ["graph-0.hnsw", "graph-1.hnsw"]
+    for name in graphs:
+        assert (tmp_path / "a" / "v-000001" / name).read_bytes() == (tmp_path / "b" / "v-000001" / name).read_bytes()
 
 
 @pytest.fixture
@@ -126,6 +129,8 @@ def test_manifest_bit_flip_is_corrupt(saved: Path, encoder):
         lambda m: m.update(settings={**m["settings"], "leaf_tokens": -3}),
         lambda m: m.update(files={"docs.parquet": "x"}),
         lambda m: m.pop("checksum"),
+        lambda m: m.update(graphs=["elsewhere.hnsw"]),
+        lambda m: m.update(graphs=[]),
     ],
 )
 def test_manifest_edits_are_corrupt(saved: Path, encoder, edit):
@@ -148,3 +153,33 @@ def test_next_label_behind_the_labels_in_use(saved: Path, encoder):
     saved.write_text(json.dumps(manifest))
     with pytest.raises(CorruptIndexError, match="next_label"):
         Index.load(saved.parent.parent, encoder)
+
+
+def test_format_1_index_with_one_graph_loads(saved: Path, encoder):
+    """An index saved by format 1 (one graph, ``vectors.hnsw``) loads, answers as it was
+    saved, and takes new documents into that one graph."""
+    import hnswlib
+    import numpy as np
+
+    folder = saved.parent
+    index = Index.load(folder.parent, encoder)
+    labels = np.array([h.leaf for h in index.leaves()])
+    one = hnswlib.Index(space="cosine", dim=index._dim)
+    one.init_index(max_elements=1024, ef_construction=100, M=16)
+    one.add_items(index._graph.vectors(labels), labels, num_threads=1)
+    one.save_index(str(folder / "vectors.hnsw"))
+    manifest = json.loads(saved.read_text())
+    for name in manifest.pop("graphs"):
+        (folder / name).unlink()
+        del manifest["files"][name]
+    manifest["format"] = "chunkforge-index/1"
+    manifest["files"]["vectors.hnsw"] = _checksum(folder / "vectors.hnsw")
+    manifest["checksum"] = _manifest_checksum(manifest)
+    saved.write_text(json.dumps(manifest))
+    old = Index.load(folder.parent, encoder)
+    for q in QUESTIONS:  # the vectors were normalized again: scores agree to float32 rounding
+        (got, got_passages), (want, want_passages) = answer(old, q), answer(index, q)
+        assert [h[:3] for h in got] == [h[:3] for h in want] and got_passages == want_passages
+        assert [h[3] for h in got] == pytest.approx([h[3] for h in want], abs=1e-6)
+    old.add([EXTRA])
+    assert old.search("parrots talk", k=1)[0].doc_id == "birds.md"

@@ -22,26 +22,35 @@ class RWLock:
         self._waiting_writers = 0
         self._depth = threading.local()
 
-    @contextlib.contextmanager
-    def read(self) -> Iterator[None]:
+    def acquire_read(self) -> bool:
+        """Starts a read (waiting for a writer); True when it is the thread's outermost
+        one. Pass that to :meth:`release_read`."""
         depth = getattr(self._depth, "n", 0)
-        me = threading.get_ident()
-        outer = depth == 0 and self._writer != me
+        outer = depth == 0 and self._writer != threading.get_ident()
         if outer:
             with self._cond:
                 while self._writer is not None or self._waiting_writers:
                     self._cond.wait()
                 self._readers += 1
         self._depth.n = depth + 1
+        return outer
+
+    def release_read(self, outer: bool) -> None:
+        """Ends a read started by :meth:`acquire_read` (which returned ``outer``)."""
+        self._depth.n -= 1
+        if outer:
+            with self._cond:
+                self._readers -= 1
+                if self._readers == 0:
+                    self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[None]:
+        outer = self.acquire_read()
         try:
             yield
         finally:
-            self._depth.n = depth
-            if outer:
-                with self._cond:
-                    self._readers -= 1
-                    if self._readers == 0:
-                        self._cond.notify_all()
+            self.release_read(outer)
 
     @contextlib.contextmanager
     def write(self) -> Iterator[None]:
@@ -68,12 +77,17 @@ class RWLock:
 
 
 def reads(method: F) -> F:
-    """Runs the method under ``self._lock.read()``."""
+    """Runs the method under a read of ``self._lock`` (no context manager: queries
+    take microseconds)."""
 
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with self._lock.read():
+        lock = self._lock
+        outer = lock.acquire_read()
+        try:
             return method(self, *args, **kwargs)
+        finally:
+            lock.release_read(outer)
 
     return wrapper  # type: ignore[return-value]
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _native
 from .._io import atomic_path, syntax_for_path, syntax_named
+from .._progress import advancing
 from .._recommended import RECOMMENDED
 from .._rwlock import RWLock, reads, writes
 from .._search import EXACT_MAX, normalized, top_k
@@ -40,9 +41,10 @@ if TYPE_CHECKING:
 
 INDEX_EXTRA = 'pip install "chunkforge[index]"'
 try:
-    import hnswlib
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from .graph import Graph
 except ImportError as exc:
     raise ImportError(f"chunkforge.Index needs hnswlib and pyarrow ({INDEX_EXTRA})") from exc
 
@@ -50,6 +52,10 @@ DENSE_POOL = 64
 """Nearest leaves taken as hybrid candidates (at least ``k``)."""
 BM25_POOL = 16
 """Best BM25 parents whose leaves join the hybrid candidates."""
+EMBED_ROWS = 32768
+"""Leaves embedded per block by :meth:`Index.add`. Each block is freed once it is in the
+graph, so a large batch's float32 vectors never sit whole beside the graph (48 MB
+blocks: above glibc's largest mmap threshold, so freeing one gives the memory back)."""
 Order = Literal["score", "document"]
 Pack = Literal["skip", "stop"]
 _Saved = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[list[str]]]
@@ -128,7 +134,6 @@ class Index:
         if len(weights) != 2 or any(not isinstance(w, (int, float)) or w < 0 for w in weights) or not any(weights):
             raise ValueError(f"weights must be two non-negative numbers (dense, bm25), not both 0, not {weights!r}")
         self.weights = (float(weights[0]), float(weights[1]))
-        self._graph_top = 0  # 1 + the largest label in the HNSW graph (deleted ones too)
         self.encoder_variant = encoder_variant
         self._encoder = encoder
         self.tokenizer = encoder.tokenizer if encoder is not None else Tokenizer.default()
@@ -137,7 +142,7 @@ class Index:
         self._slot_of: dict[str, int] = {}
         self._label_slot = np.zeros(0, np.int64)
         self._next_label = 0
-        self._hnsw: Any = None
+        self._graph: Graph | None = None
         # each label's unit vector, int8 with a scale per row (hnswlib's get_items is slow)
         self._vectors = np.zeros((0, 0), np.int8)
         self._scales = np.zeros(0, np.float32)
@@ -235,21 +240,30 @@ class Index:
         # the slow part (structure, embedding) runs while readers go on
         trees = self._build(records)
         token_ids = [ids for tree in trees for ids in _split(*tree.native.leaf_token_ids)]
-        vectors = self.encoder.embed_token_ids(token_ids, show_progress=show_progress)
+        count = len(token_ids)
+        with advancing(show_progress, total=count, unit=" leaves", desc="embedding") as bar:
+            blocks = [
+                self.encoder.embed_token_ids(token_ids[at : at + EMBED_ROWS], show_progress=bar)
+                for at in range(0, count, EMBED_ROWS)
+            ]
+        del token_ids
         with self._lock.write():
             taken = [r[0] for r in records if r[0] in self._slot_of]
             if taken:
                 raise ValueError(f"document id {taken[0]!r} is already in the index (added meanwhile)")
-            labels = np.arange(self._next_label, self._next_label + len(token_ids), dtype=np.int64)
+            labels = np.arange(self._next_label, self._next_label + count, dtype=np.int64)
             self._check_free(labels)
-            self._ensure_hnsw(self.encoder.dim, self._next_label + len(token_ids))
-            if len(token_ids):
-                # one thread: hnswlib's parallel insertion makes the graph depend on scheduling
-                for at in range(0, len(labels), 8192):  # in blocks: hnswlib copies what it normalizes
-                    self._hnsw.add_items(vectors[at : at + 8192], labels[at : at + 8192], num_threads=1)
-                self._graph_top = int(labels.max()) + 1
-                self._keep_vectors(labels, vectors)
-            del vectors, token_ids  # in the graph and the int8 copy now: not held while the rest is registered
+            if count and self._graph is None:
+                self._dim = self.encoder.dim
+                self._graph = Graph(self.encoder.dim, capacity=count)
+            at = 0
+            while blocks:  # each block freed once in the graph and the int8 copy
+                block = blocks.pop(0)
+                part = labels[at : at + len(block)]
+                self._graph.add(block, part)  # type: ignore[union-attr]
+                self._keep_vectors(part, block)
+                at += len(block)
+                del block
             per_doc = np.split(labels, np.cumsum([len(t.leaf_parent) for t in trees])[:-1]) if trees else []
             slots = self._expander.insert(
                 [t.native for t in trees],
@@ -273,7 +287,8 @@ class Index:
         if not len(labels):
             return
         known = labels[labels < len(self._label_slot)]
-        if (self._label_slot[known] >= 0).any() or int(labels.min()) < self._graph_top:
+        graph_top = self._graph.top if self._graph is not None else 0
+        if (self._label_slot[known] >= 0).any() or int(labels.min()) < graph_top:
             raise CorruptIndexError(
                 f"labels from {int(labels[0])} are already in use: the index is inconsistent "
                 "(a corrupt manifest?); rebuild it"
@@ -288,8 +303,8 @@ class Index:
         doc = self._doc(doc_id)
         slot = self._slot_of.pop(doc_id)
         self._leaves -= len(doc.labels)
-        for label in doc.labels.tolist():
-            self._hnsw.mark_deleted(label)
+        if self._graph is not None:
+            self._graph.delete(doc.labels.tolist())
         self._label_slot[doc.labels] = -1
         self._expander.remove(slot)
         self._docs[slot] = None
@@ -380,14 +395,6 @@ class Index:
     def _cosines(self, labels: np.ndarray | list[int], vector: np.ndarray) -> np.ndarray:
         """Cosines of the leaves ``labels`` with the unit ``vector``, from the int8 copy."""
         return (self._vectors[labels].astype(np.float32) @ vector.astype(np.float32)) * self._scales[labels]
-
-    def _ensure_hnsw(self, dim: int, capacity: int) -> None:
-        if self._hnsw is None:
-            self._dim = dim
-            self._hnsw = hnswlib.Index(space="cosine", dim=dim)
-            self._hnsw.init_index(max_elements=max(capacity, 1024), ef_construction=100, M=16)
-        elif capacity > self._hnsw.get_max_elements():
-            self._hnsw.resize_index(max(capacity, 2 * self._hnsw.get_max_elements()))
 
     # -- search ------------------------------------------------------------
 
@@ -509,7 +516,7 @@ class Index:
         return mask
 
     def _dense(self, vector: np.ndarray, k: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
-        """``(label, cosine)`` of the ``k`` nearest leaves (exact, from the float16 copy of the vectors, when filtered to a few)."""
+        """``(label, cosine)`` of the ``k`` nearest leaves (exact, from the int8 copy of the vectors, when filtered to a few)."""
         if allowed is not None:
             labels = np.flatnonzero(allowed)
             if len(labels) == 0:
@@ -517,15 +524,10 @@ class Index:
             if len(labels) <= EXACT_MAX:
                 ids, sims = top_k(self._cosines(labels, vector).astype(np.float64), k)
                 return [(int(labels[i]), float(s)) for i, s in zip(ids, sims)]
-        alive = self.leaf_count if allowed is None else int(allowed.sum())
-        k = min(k, alive)
-        self._hnsw.set_ef(max(2 * k, 100))
+        if self._graph is None:
+            return []
         keep = None if allowed is None else (lambda label: bool(allowed[label]))
-        try:
-            labels, distances = self._hnsw.knn_query(vector, k=k, filter=keep)
-        except RuntimeError:  # too few reachable under the filter: fewer results
-            labels, distances = self._hnsw.knn_query(vector, k=max(1, k // 4), filter=keep)
-        return [(int(x), 1.0 - float(d)) for x, d in zip(labels[0], distances[0])]
+        return self._graph.search(vector, k, keep)
 
     # -- expansion ---------------------------------------------------------
 
@@ -682,8 +684,8 @@ class Index:
             pa.table({name: table[:, i] for i, name in enumerate(("doc", "start", "end", "section"))}),
             folder / "sentences.parquet",
         )
-        if self._hnsw is not None:
-            self._hnsw.save_index(str(folder / "vectors.hnsw"))
+        if self._graph is not None:
+            self._graph.save(folder)
             top = self._next_label
             np.save(folder / "quantized.npy", self._vectors[:top], allow_pickle=False)
             np.save(folder / "scales.npy", self._scales[:top], allow_pickle=False)
@@ -702,6 +704,7 @@ class Index:
             "dim": self._dim,
             "next_label": self._next_label,
             "documents": len(docs),
+            "graphs": self._graph.files if self._graph is not None else [],
             "files": {name: checksum(folder / name) for name in files},
         }
         manifest["checksum"] = manifest_checksum(manifest)
@@ -771,25 +774,29 @@ class Index:
                     headings,
                 )
             )
-        if (folder / "vectors.hnsw").is_file():
-            index._hnsw = hnswlib.Index(space="cosine", dim=manifest["dim"])
-            try:
-                index._hnsw.load_index(str(folder / "vectors.hnsw"), max_elements=max(manifest["next_label"], 1024))
-            except RuntimeError as exc:
-                raise CorruptIndexError(f"corrupt index: cannot load {folder / 'vectors.hnsw'}: {exc}") from exc
-            ids = index._hnsw.get_ids_list()
-            index._graph_top = max(ids) + 1 if len(ids) else 0
         try:
             index._add_saved(docs, saved)
         except ValueError as exc:
             raise CorruptIndexError(f"corrupt index in {folder}: {exc}") from exc
-        if manifest["next_label"] < max(index._next_label, index._graph_top):
+        labels = np.concatenate([s[2] for s in saved]) if saved else np.zeros(0, np.int64)
+        # format 1 kept one graph, vectors.hnsw
+        graphs = manifest.get("graphs", ["vectors.hnsw"] if (folder / "vectors.hnsw").is_file() else [])
+        if graphs:
+            try:
+                index._graph = Graph.load(
+                    [folder / name for name in graphs], manifest["dim"], labels, manifest["next_label"]
+                )
+            except RuntimeError as exc:
+                raise CorruptIndexError(f"corrupt index: cannot load the graphs {graphs} in {folder}: {exc}") from exc
+        elif len(labels):
+            raise CorruptIndexError(f"corrupt index: {manifest_file} lists leaves but no graph")
+        in_use = max(index._next_label, index._graph.top if index._graph is not None else 0)
+        if manifest["next_label"] < in_use:
             raise CorruptIndexError(
                 f"corrupt index: {manifest_file} says next_label {manifest['next_label']}, "
-                f"but labels up to {max(index._next_label, index._graph_top) - 1} are in use"
+                f"but labels up to {in_use - 1} are in use"
             )
         index._next_label = manifest["next_label"]
-        labels = np.concatenate([s[2] for s in saved]) if saved else np.zeros(0, np.int64)
         if (folder / "quantized.npy").is_file() and (folder / "scales.npy").is_file():
             try:
                 index._vectors = np.load(folder / "quantized.npy", allow_pickle=False)
@@ -805,7 +812,7 @@ class Index:
         else:  # saved before 0.2: requantize the graph's vectors
             for at in range(0, len(labels), 4096):
                 part = labels[at : at + 4096]
-                index._keep_vectors(part, np.asarray(index._hnsw.get_items(part, return_type="numpy"), np.float32))
+                index._keep_vectors(part, index._graph.vectors(part))  # type: ignore[union-attr]
         return index
 
     def _add_saved(self, docs: dict[str, list[Any]], saved: list[_Saved]) -> None:

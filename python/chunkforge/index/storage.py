@@ -14,7 +14,9 @@ from typing import Any
 from ..errors import ChunkforgeError
 from ..tokenizer import DEFAULT_TOKENIZER, Tokenizer
 
-FORMAT = "chunkforge-index/1"
+FORMAT = "chunkforge-index/2"
+"""What :meth:`Index.save` writes; format 1 (one HNSW graph, ``vectors.hnsw``) still loads."""
+READABLE = ("chunkforge-index/1", FORMAT)
 
 
 class CorruptIndexError(ChunkforgeError):
@@ -50,8 +52,8 @@ def manifest_checksum(manifest: dict[str, Any]) -> str:
 def check_manifest(manifest: Any, path: Path) -> None:
     """CorruptIndexError naming ``path`` unless the manifest is whole (its checksum
     matches) and well formed."""
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise CorruptIndexError(f"{path}: not a {FORMAT} manifest")
+    if not isinstance(manifest, dict) or manifest.get("format") not in READABLE:
+        raise CorruptIndexError(f"{path}: not a {' or '.join(READABLE)} manifest")
     for key, kind in MANIFEST_FIELDS.items():
         value = manifest.get(key)
         if isinstance(value, bool) or not isinstance(value, kind):
@@ -61,6 +63,9 @@ def check_manifest(manifest: Any, path: Path) -> None:
     if manifest["next_label"] < 0 or manifest["documents"] < 0 or (manifest["dim"] or 1) < 1:
         raise CorruptIndexError(f"corrupt index: {path}: negative counts")
     files = manifest["files"]
+    graphs = manifest.get("graphs", [])
+    if not isinstance(graphs, list) or not all(isinstance(n, str) and n in files for n in graphs):
+        raise CorruptIndexError(f"corrupt index: {path}: bad graph list")
     if not all(isinstance(n, str) and "/" not in n and isinstance(c, list) and len(c) == 2 for n, c in files.items()):
         raise CorruptIndexError(f"corrupt index: {path}: bad file list")
 
