@@ -37,6 +37,7 @@ class BM25:
         self.terms: list[np.ndarray] = []  # term ids of each passage
         self.count = 0
         self.total = 0.0
+        self._norm: tuple[np.ndarray, np.ndarray] | None = None  # per passage, and the removed ids
 
     @property
     def size(self) -> int:
@@ -73,6 +74,7 @@ class BM25:
         self.alive = np.concatenate([self.alive, np.ones(len(texts), bool)])
         self.count += len(texts)
         self.total += float(sum(lengths))
+        self._norm = None
         return list(range(first, self.size))
 
     def remove(self, passage: int) -> None:
@@ -82,13 +84,17 @@ class BM25:
             self.df[self.terms[passage]] -= 1
             self.count -= 1
             self.total -= self.lengths[passage]
+            self._norm = None
 
     def scores(self, query: str) -> np.ndarray:
         """The BM25 score of every passage id for ``query`` (0 for removed ones)."""
         out = np.zeros(self.size, np.float64)
         if not self.count:
             return out
-        norm = self.K1 * (1 - self.B + self.B * self.lengths / (self.total / self.count))
+        if self._norm is None:  # kept between queries: it changes with add and remove only
+            norm = self.K1 * (1 - self.B + self.B * self.lengths / (self.total / self.count))
+            self._norm = (norm, np.flatnonzero(~self.alive))
+        norm, removed = self._norm
         for w in set(self.words(query)):
             t = self.vocab.get(w)
             if t is None or not self.df[t]:
@@ -98,7 +104,7 @@ class BM25:
             idf = np.log(1 + (self.count - self.df[t] + 0.5) / (self.df[t] + 0.5))
             out[ids] += idf * tfs * (self.K1 + 1) / (tfs + norm[ids])
             del ids  # the postings may grow again once no view holds them
-        out[~self.alive] = 0.0
+        out[removed] = 0.0
         return out
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,6 +20,18 @@ EF_CONSTRUCTION = 100
 0.995 on 23.6k real leaf vectors, as one graph built at 100 and searched at 200)."""
 M = 16
 _INSERT_ROWS = 8192  # hnswlib copies (normalizes) what it is given: bounded blocks
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+_pool_lock = threading.Lock()
+
+
+def _helpers() -> ThreadPoolExecutor:
+    """The process's threads that search all graphs but the first (made again in a
+    forked child, where the parent's threads do not run)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid():
+            _pool = (os.getpid(), ThreadPoolExecutor(GRAPHS - 1 or 1, thread_name_prefix="chunkforge-graph"))
+        return _pool[1]
 
 
 class Graph:
@@ -114,17 +128,30 @@ class Graph:
 
     def search(self, vector: np.ndarray, k: int, keep: Callable[[int], bool] | None = None) -> list[tuple[int, float]]:
         """``(label, cosine)`` of the ``k`` nearest labels ``keep`` accepts, nearest first
-        (fewer when the filter leaves too few reachable)."""
-        found: list[tuple[float, int]] = []
-        for g, alive in zip(self._graphs, self._alive):
-            want = min(k, alive)
+        (fewer when the filter leaves too few reachable), each graph searched at
+        ``ef=max(k, 100)``, all but the first on helper threads."""
+        ef = max(k, 100)
+
+        def nearest(i: int) -> list[tuple[float, int]]:
+            want = min(k, self._alive[i])
             if want == 0:
-                continue
-            g.set_ef(max(k, 100))
+                return []
+            g = self._graphs[i]
+            g.set_ef(ef)
             try:
                 labels, distances = g.knn_query(vector, k=want, filter=keep)
             except RuntimeError:  # too few reachable under the filter: fewer results
                 labels, distances = g.knn_query(vector, k=max(1, want // 4), filter=keep)
-            found.extend(zip(distances[0].tolist(), labels[0].tolist()))
+            return list(zip(distances[0].tolist(), labels[0].tolist()))
+
+        if keep is None and len(self._graphs) > 1:
+            # the other graphs on helper threads while this one searches the first
+            # (hnswlib releases the GIL; a filter calls back into Python, so it runs here alone)
+            others = [_helpers().submit(nearest, i) for i in range(1, len(self._graphs))]
+            found = nearest(0)
+            for other in others:
+                found.extend(other.result())
+        else:
+            found = [x for i in range(len(self._graphs)) for x in nearest(i)]
         found.sort()
         return [(int(label), 1.0 - d) for d, label in found[:k]]
