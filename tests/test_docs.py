@@ -21,6 +21,7 @@ MODULES = [
     "chunkforge.chunkers.code",
     "chunkforge.chunkers.hierarchy",
     "chunkforge.index.bm25",
+    "chunkforge.index.graph",
     "chunkforge.index.payload",
     "chunkforge.errors",
     "chunkforge._io",
