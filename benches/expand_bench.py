@@ -109,6 +109,7 @@ def main() -> None:
     parser.add_argument("--hits", type=int, default=50)
     parser.add_argument("--export", metavar="FILE", help="trees and hits for the LlamaIndex adapter")
     parser.add_argument("--export-queries", type=int, default=300)
+    parser.add_argument("--only", metavar="PREFIX", help="time only the policies whose name starts with PREFIX")
     args = parser.parse_args()
     started = time.perf_counter()
     index = structure_index(args.leaves)
@@ -120,6 +121,8 @@ def main() -> None:
     gc.collect()
     gc.freeze()  # the long-lived setup objects stay out of the collector's way, as in a warmed-up server
     for name, options in POLICIES.items():
+        if args.only and not name.startswith(args.only):
+            continue
         calls = {
             "expand": lambda hits, o=options: index.expand(hits, **o),
             "expand + texts": lambda hits, o=options: texts(index.expand(hits, **o)),

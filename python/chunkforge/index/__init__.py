@@ -3,7 +3,7 @@
 An :class:`Index` splits each document into sections (Markdown, reST and
 AsciiDoc headings), sections into parent chunks (``parent_tokens``), and parents
 into leaves (one sentence each, long sentences cut at ``leaf_tokens``). Each
-signal ranks the unit it works on: leaves are embedded into an HNSW graph
+signal ranks the unit it works on: leaves are embedded into HNSW graphs
 (hnswlib, cosine), and with ``hybrid=True`` BM25 scores the leaves' parents,
 passage-size units that have the term statistics single sentences lack; a leaf's
 score adds its cosine and its parent's BM25 score, each divided by the query's

@@ -1,5 +1,5 @@
 """The :class:`Index`: documents cut into trees (native code), leaves embedded into
-an HNSW graph, BM25 over their parents, fused search, and expansion into payloads."""
+HNSW graphs (:class:`~chunkforge.index.graph.Graph`), BM25 over their parents, fused search, and expansion into payloads."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ class _Tree:
 
 
 class Index:
-    """Leaves of documents in an HNSW graph (and BM25), with the documents'
+    """Leaves of documents in HNSW graphs (and BM25), with the documents'
     structure for expansion. Build with :meth:`build` (or ``Index(encoder)`` then
     :meth:`add`), persist with :meth:`save` / :meth:`load`.
 
@@ -296,7 +296,7 @@ class Index:
 
     @writes
     def delete(self, doc_id: str) -> None:
-        """Removes a document (its leaves leave the HNSW graph and BM25).
+        """Removes a document (its leaves leave the HNSW graphs and BM25).
 
         >>> index.delete("guide.md")  # doctest: +SKIP
         """
