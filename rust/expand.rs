@@ -392,6 +392,19 @@ struct Unit {
     hits: HitIds,
 }
 
+impl Unit {
+    /// True when a span ending at `x` (before `start`) touches the unit: only
+    /// whitespace between (read from its margins when known, else from the text).
+    fn touched_before(&self, doc: &Doc, x: u32) -> bool {
+        self.margins.map_or_else(|| doc.blank(x, self.start), |m| x >= m.0)
+    }
+
+    /// True when a span starting at `x` (after `end`) touches the unit.
+    fn touched_after(&self, doc: &Doc, x: u32) -> bool {
+        self.margins.map_or_else(|| doc.blank(self.end, x), |m| x <= m.1)
+    }
+}
+
 /// A passage taken while packing: the `(score, start, end)` of the unit its
 /// score and section come from, and its ends' word indices ([`NONE`] if unknown).
 struct Taken {
@@ -684,13 +697,13 @@ impl Store {
     fn merge(&self, mut units: Vec<Unit>, tk: &Tokenizer, cache: &mut WordCache) -> Vec<Passage> {
         units.sort_unstable_by_key(|a| (a.doc, a.start, std::cmp::Reverse(a.end)));
         let mut out: Vec<Passage> = Vec::with_capacity(units.len());
-        // the node a passage is (NONE when it is not one), and its ends' word indices
-        let mut single_node: Vec<(u32, (u32, u32))> = Vec::with_capacity(units.len()); // (node tokens, words)
+        // each passage's tokens while it is one node (NONE once merged), and its ends' word indices
+        let mut known: Vec<(u32, (u32, u32))> = Vec::with_capacity(units.len());
         for u in units {
             if let Some(last) = out.last_mut() {
                 let doc = self.docs[u.doc as usize].as_ref().unwrap();
-                if last.doc == u.doc && (u.start <= last.end || u.margins.map_or_else(|| doc.blank(last.end, u.start), |m| last.end >= m.0)) {
-                    let (tokens, words) = single_node.last_mut().unwrap();
+                if last.doc == u.doc && (u.start <= last.end || u.touched_before(doc, last.end)) {
+                    let (tokens, words) = known.last_mut().unwrap();
                     if u.end > last.end || u.start < last.start {
                         *tokens = NONE;
                     }
@@ -705,10 +718,10 @@ impl Store {
                     continue;
                 }
             }
-            single_node.push((if u.node == NONE { NONE } else { u.tokens }, u.words));
+            known.push((if u.node == NONE { NONE } else { u.tokens }, u.words));
             out.push(Passage { doc: u.doc, start: u.start, end: u.end, tokens: 0, score: u.score, section: u.section, hits: u.hits });
         }
-        for (p, (tokens, words)) in out.iter_mut().zip(single_node) {
+        for (p, (tokens, words)) in out.iter_mut().zip(known) {
             p.hits.sort_unstable();
             p.hits.dedup();
             let doc = self.docs[p.doc as usize].as_ref().unwrap();
@@ -759,9 +772,9 @@ impl Store {
                 let touches = if u.start <= t.end && t.start <= u.end {
                     true
                 } else if t.end < u.start {
-                    u.margins.map_or_else(|| doc.blank(t.end, u.start), |m| t.end >= m.0)
+                    u.touched_before(doc, t.end)
                 } else {
-                    u.margins.map_or_else(|| doc.blank(u.end, t.start), |m| t.start <= m.1)
+                    u.touched_after(doc, t.start)
                 };
                 if touches {
                     touching.push(j);
