@@ -532,6 +532,20 @@ fn py_max_threads() -> usize {
 }
 
 /// Sentence spans `[(start, end), ...]` of `text` in code point offsets.
+/// `s` as UTF-8, a lone surrogate written as Python's `surrogatepass` does.
+fn surrogatepass_utf8<'a>(s: &'a Bound<'_, PyString>) -> PyResult<std::borrow::Cow<'a, [u8]>> {
+    match s.to_str() {
+        Ok(text) => Ok(std::borrow::Cow::Borrowed(text.as_bytes())),
+        Err(_) => Ok(std::borrow::Cow::Owned(s.call_method1("encode", ("utf-8", "surrogatepass"))?.extract()?)),
+    }
+}
+
+/// The stable id of a tree node (`tree::node_id`).
+#[pyfunction]
+fn node_id(doc_id: &Bound<'_, PyString>, start: u64, end: u64, level: u64) -> PyResult<String> {
+    Ok(tree::node_id(&surrogatepass_utf8(doc_id)?, start, end, level))
+}
+
 #[pyfunction]
 fn split_sentences(py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Vec<(usize, usize)>> {
     let text = as_str(text, &|| "text".into())?;
@@ -878,16 +892,58 @@ impl Expander {
         Ok(())
     }
 
-    /// `(slot, start, end, heading_path)` of the leaf of each label.
-    fn leaves_of<'py>(&self, py: Python<'py>, labels: Vec<u64>) -> PyResult<Vec<(u32, u32, u32, Bound<'py, pyo3::types::PyTuple>)>> {
-        labels
-            .iter()
-            .map(|&l| {
-                let (slot, start, end, section) =
-                    self.store.leaf(l).ok_or_else(|| PyValueError::new_err(format!("leaf {l} is not in the index")))?;
-                Ok((slot, start, end, self.py_doc(slot)?.headings[section as usize].bind(py).clone()))
-            })
-            .collect()
+    /// The hits of leaves `labels` with `scores`: `hit_type` objects (a frozen
+    /// dataclass `(doc_id, start, end, score, text, heading_path, id, leaf)`),
+    /// their ids those of tree `level`. Built as the dataclass's `__init__` would
+    /// (`object.__new__`, then `object.__setattr__` of each field), without its Python frame.
+    fn hits<'py>(
+        &self,
+        py: Python<'py>,
+        labels: Vec<u64>,
+        scores: Vec<f64>,
+        hit_type: &Bound<'py, pyo3::types::PyType>,
+        level: u64,
+    ) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+        use pyo3::intern;
+        if labels.len() != scores.len() {
+            return Err(PyValueError::new_err("labels and scores must have the same length"));
+        }
+        let object = py.get_type::<PyAny>();
+        let (new, set) = (object.getattr(intern!(py, "__new__"))?, object.getattr(intern!(py, "__setattr__"))?);
+        let fields = [
+            intern!(py, "doc_id"),
+            intern!(py, "start"),
+            intern!(py, "end"),
+            intern!(py, "score"),
+            intern!(py, "text"),
+            intern!(py, "heading_path"),
+            intern!(py, "id"),
+            intern!(py, "leaf"),
+        ];
+        let out = pyo3::types::PyList::empty(py);
+        for (&label, &score) in labels.iter().zip(&scores) {
+            let (slot, start, end, section) =
+                self.store.leaf(label).ok_or_else(|| PyValueError::new_err(format!("leaf {label} is not in the index")))?;
+            let doc = self.py_doc(slot)?;
+            let (doc_id, text) = (doc.id.bind(py), doc.text.bind(py));
+            let id = tree::node_id(&surrogatepass_utf8(doc_id)?, start.into(), end.into(), level);
+            let values: [Bound<'py, PyAny>; 8] = [
+                doc_id.clone().into_any(),
+                start.into_pyobject(py)?.into_any(),
+                end.into_pyobject(py)?.into_any(),
+                score.into_pyobject(py)?.into_any(),
+                text.get_item(pyo3::types::PySlice::new(py, start as isize, end as isize, 1))?,
+                doc.headings[section as usize].bind(py).clone().into_any(),
+                PyString::new(py, &id).into_any(),
+                label.into_pyobject(py)?.into_any(),
+            ];
+            let hit = new.call1((hit_type,))?;
+            for (field, value) in fields.iter().zip(values) {
+                set.call1((&hit, field, value))?;
+            }
+            out.append(hit)?;
+        }
+        Ok(out)
     }
 
     /// The indices of the leaves of the document in `slot` whose section's heading path starts with `prefix`.
@@ -988,6 +1044,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Expander>()?;
     m.add_class::<DocTree>()?;
     m.add_function(wrap_pyfunction!(split_sentences, m)?)?;
+    m.add_function(wrap_pyfunction!(node_id, m)?)?;
     m.add_function(wrap_pyfunction!(py_max_threads, m)?)?;
     m.add_function(wrap_pyfunction!(span_overlaps, m)?)?;
     m.add_function(wrap_pyfunction!(late_windows, m)?)?;

@@ -18,6 +18,24 @@ use crate::structure::{self, Syntax};
 use crate::tokenizer::Tokenizer;
 
 const NONE: u32 = u32::MAX;
+
+/// The stable id of a tree node: the 8-byte BLAKE2b digest, in hex, of
+/// `doc_id NUL start NUL end NUL level` (numbers in decimal), where `doc_id` is
+/// the document id's UTF-8 (a lone surrogate as Python's `surrogatepass` writes it).
+pub fn node_id(doc_id: &[u8], start: u64, end: u64, level: u64) -> String {
+    use blake2::digest::{Update, VariableOutput};
+    use std::fmt::Write;
+    let mut hasher = blake2::Blake2bVar::new(8).expect("8 bytes is a BLAKE2b digest size");
+    hasher.update(doc_id);
+    hasher.update(format!("\0{start}\0{end}\0{level}").as_bytes());
+    let mut digest = [0u8; 8];
+    hasher.finalize_variable(&mut digest).expect("the buffer is the digest's size");
+    digest.iter().fold(String::with_capacity(16), |mut hex, b| {
+        let _ = write!(hex, "{b:02x}");
+        hex
+    })
+}
+
 /// A section is never cut: its "chunk" limit.
 const WHOLE: usize = 1 << 30;
 
@@ -141,6 +159,13 @@ fn leaf_spans(sz: &mut Sizer, s: usize, e: usize, max: usize) -> Vec<(usize, usi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_ids_are_python_blake2b_digests() {
+        // hashlib.blake2b(b"guide.md\x000\x00120\x001", digest_size=8).hexdigest()
+        assert_eq!(node_id(b"guide.md", 0, 120, 1), "3e4ee5fb70e478c2");
+        assert_ne!(node_id(b"guide.md", 0, 120, 2), node_id(b"guide.md", 0, 120, 1));
+    }
 
     fn tokenizer() -> Tokenizer {
         let json = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/python/chunkforge/data/all-MiniLM-L6-v2.tokenizer.json")).unwrap();

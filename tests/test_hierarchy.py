@@ -5,6 +5,7 @@ within its limit, consistent parent/children links, stable ids."""
 from __future__ import annotations
 
 import doctest
+import hashlib
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -147,6 +148,13 @@ def test_overlapping_base_is_refused():
         HierarchicalChunker(levels=(512, 32), base=base).chunk(corpus()[2]["text"])
     with pytest.raises(TypeError, match="doc_id must be a str"):
         HierarchicalChunker().chunk("text", doc_id=3)
+
+
+@pytest.mark.parametrize("doc_id", ["guide.md", "", "é/文/\U0001f600.md", "lone \ud800 surrogate"])
+def test_node_id_is_blake2b_of_id_span_and_level(doc_id):
+    for start, end, level in [(0, 120, 1), (7, 9, 0), (2**40, 2**40 + 5, 3)]:
+        key = f"{doc_id}\x00{start}\x00{end}\x00{level}".encode("utf-8", "surrogatepass")
+        assert node_id(doc_id, start, end, level) == hashlib.blake2b(key, digest_size=8).hexdigest()
 
 
 def test_docstring_examples():

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, replace
 
 import numpy as np
 import pytest
@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 pytest.importorskip("hnswlib")
 pytest.importorskip("bm25s")
 
+from chunkforge.chunkers import node_id  # noqa: E402
 from chunkforge.cli import main  # noqa: E402
 from chunkforge.index import CorruptIndexError, Hit, Index  # noqa: E402
 
@@ -469,10 +470,27 @@ def test_bm25_updates_in_place_like_a_fresh_build():
         np.testing.assert_allclose(got[[ids[0], ids[2], *more]], fresh.scores(q), rtol=1e-12)
 
 
+def test_hits_are_the_dataclass_hit_makes(index):
+    """Hits are made natively: each equals the ``Hit(...)`` of its leaf, with the span's
+    text and the leaf level's node id, and is hashable and frozen like one."""
+    level = len(index.parent_tokens) + 1
+    hits = index.search("unicode identifier tables", k=20)
+    for h in hits:
+        text = index.document(h.doc_id)[h.start : h.end]
+        made = Hit(
+            h.doc_id, h.start, h.end, h.score, text, h.heading_path, node_id(h.doc_id, h.start, h.end, level), h.leaf
+        )
+        assert h == made and hash(h) == hash(made)
+        assert type(h.start) is int and type(h.score) is float and type(h.leaf) is int
+    with pytest.raises(FrozenInstanceError):
+        hits[0].score = 2.0  # type: ignore[misc]
+    assert len({h.id for h in index.leaves()}) == index.leaf_count
+
+
 def test_hybrid_scores_zero_when_no_candidate_scores_positive(index, monkeypatch):
     """Nearest leaves all at a negative cosine and no BM25 match: zero scores in label order
     (both terms drop out; the fused scores stay one per leaf, no shape error)."""
-    monkeypatch.setattr(index, "_dense", lambda vector, k, allowed: [(1, -0.3), (0, -0.1)])
+    monkeypatch.setattr(index, "_dense_started", lambda vector, k, allowed: lambda: [(1, -0.3), (0, -0.1)])
     hits = index.search("qqqxyzzy", k=2, hybrid=True)
     assert [(h.leaf, h.score) for h in hits] == [(0, 0.0), (1, 0.0)]
 

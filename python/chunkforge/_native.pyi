@@ -105,6 +105,10 @@ class SpanCounter:
 def max_threads() -> int:
     """The cores native code uses by default."""
 
+def node_id(doc_id: str, start: int, end: int, level: int) -> str:
+    """The stable id of a tree node: the 8-byte BLAKE2b digest, in hex, of
+    ``f"{doc_id}\\0{start}\\0{end}\\0{level}"`` in UTF-8 (lone surrogates as ``surrogatepass``)."""
+
 def split_sentences(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` of each sentence of ``text`` (UAX #29 with rules for documents)."""
 
@@ -174,8 +178,9 @@ class Expander:
         returns their slots."""
     def remove(self, slot: int) -> None:
         """Removes the document in ``slot``; its labels become free."""
-    def leaves_of(self, labels: Sequence[int]) -> list[tuple[int, int, int, tuple[str, ...]]]:
-        """``(slot, start, end, heading_path)`` of each label's leaf."""
+    def hits(self, labels: list[int], scores: list[float], hit_type: type[_T], level: int) -> list[_T]:
+        """``hit_type(doc_id, start, end, score, text, heading_path, id, leaf)`` of each label's
+        leaf, fields set with ``object.__setattr__`` (a frozen dataclass), ids of tree ``level``."""
     def leaves_under(self, slot: int, prefix: Sequence[str]) -> list[int]:
         """Leaf indices of a document whose section's heading path starts with ``prefix``."""
     def tree(self, slot: int) -> tuple[_Ints, _Ints, _Ints, list[list[str]]]:

@@ -54,8 +54,14 @@ OVERFLOW_POLICIES = ("error", "truncate", "warn")
 TOKEN_OUTPUTS = ("last_hidden_state", "token_embeddings")
 POOLED_OUTPUT = "chunkforge_sentence_embedding"
 QUERY_THREADS = 2
-"""Intra-op threads of :meth:`Encoder.embed_query`'s CPU session: a short text runs in well
-under half the time on two threads as on one (``benches/results/expansion.md``)."""
+"""Intra-op threads of :meth:`Encoder.embed_query`'s CPU session: a short text runs in about
+half the time on two threads as on one (``benches/results/expansion.md``)."""
+QUERY_SPIN_US = 100
+"""How long :meth:`Encoder.embed_query`'s idle threads spin before they sleep: long enough to
+bridge the gaps between one call's operators (a 26-token question: 5.5 ms against 7.5 ms
+when they sleep at once, for no more CPU), short enough not to burn a core between calls
+(ONNX Runtime's default spins on long after a call: 3x the CPU per question;
+``benches/results/expansion.md``)."""
 _Padded = tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]
 """Padded model inputs (:meth:`Tokenizer.encode_padded`): ids, mask, offsets (when asked), full lengths."""
 
@@ -391,8 +397,8 @@ class Encoder:
     def embed_query(self, text: str) -> np.ndarray:
         """One text's embedding, float32 ``(dim,)``, on a low-latency path: no
         sorting or batching, and on CPU a session of its own with up to two intra-op threads
-        that sleep rather than spin between calls (so that concurrent queries, or other work on
-        the machine, keep their cores).
+        that spin at most ``QUERY_SPIN_US`` between operators, then sleep (so that concurrent
+        queries, or other work on the machine, keep their cores between calls).
 
         >>> Encoder.default().embed_query("how do I reset my password?").shape  # doctest: +SKIP
         (384,)
@@ -407,7 +413,7 @@ class Encoder:
             # the graph is read again rather than kept in memory for a session that may never be used
             model = _with_pooled_output(_load_graph(self.graph), self._output, self.pooling, self.normalize)
             threads = min(QUERY_THREADS, os.cpu_count() or 1)
-            self._query_session = _session(self.graph, self.providers, threads, 1, model, spin=False)
+            self._query_session = _session(self.graph, self.providers, threads, 1, model, spin_us=QUERY_SPIN_US)
         vector: np.ndarray = self._run(self._query_session, ids, mask, POOLED_OUTPUT)[0]
         return vector
 
@@ -582,14 +588,20 @@ def _read_json(path: Path, kind: type = dict) -> Any:
 
 
 def _session(
-    graph: Path, providers: Sequence[str], intra: int | None, inter: int | None, model: bytes, spin: bool = True
+    graph: Path,
+    providers: Sequence[str],
+    intra: int | None,
+    inter: int | None,
+    model: bytes,
+    spin_us: int | None = None,
 ) -> ort.InferenceSession:
     """A session on the serialized ``model``, read from the file ``graph`` (its
-    external data, if any, is read by ONNX Runtime from beside ``graph``); ``spin=False``:
-    its intra-op threads sleep between calls instead of spinning."""
+    external data, if any, is read by ONNX Runtime from beside ``graph``); with ``spin_us``
+    its idle intra-op threads spin that many microseconds, then sleep (else ONNX Runtime's
+    default: they spin on long after a call)."""
     options = ort.SessionOptions()
-    if not spin:
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if spin_us is not None:
+        options.add_session_config_entry("session.intra_op.spin_duration_us", str(spin_us))
     options.add_session_config_entry("session.model_external_initializers_file_folder_path", str(graph.parent))
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.inter_op_num_threads = 1 if inter is None else inter

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from .. import _native
 from .._compat import keyword_only
 from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import _as_list, as_tokenizer
@@ -15,13 +15,14 @@ from .recursive import RecursiveChunker
 
 
 def node_id(doc_id: str, start: int, end: int, level: int) -> str:
-    """The stable id of a tree node: a 16-hex-digit digest of document id, span and level.
+    """The stable id of a tree node: a 16-hex-digit digest of document id, span and level
+    (8-byte BLAKE2b of ``f"{doc_id}\\0{start}\\0{end}\\0{level}"`` in UTF-8, computed natively,
+    where the index makes its hits' ids too).
 
     >>> node_id("guide.md", 0, 120, 1)
     '3e4ee5fb70e478c2'
     """
-    key = f"{doc_id}\x00{start}\x00{end}\x00{level}".encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(key, digest_size=8).hexdigest()
+    return _native.node_id(doc_id, start, end, level)
 
 
 class HierarchicalChunker:

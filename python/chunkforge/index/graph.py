@@ -129,29 +129,48 @@ class Graph:
     def search(self, vector: np.ndarray, k: int, keep: Callable[[int], bool] | None = None) -> list[tuple[int, float]]:
         """``(label, cosine)`` of the ``k`` nearest labels ``keep`` accepts, nearest first
         (fewer when the filter leaves too few reachable), each graph searched at
-        ``ef=max(k, 100)``, all but the first on helper threads."""
-        ef = max(k, 100)
+        ``ef=max(k, 100)``. Unfiltered, it is :meth:`start` finished at once; a filter calls
+        back into Python, so the graphs are searched one after another on this thread."""
+        if keep is None:
+            return self.start(vector, k)()
+        return self._merged([x for i in range(len(self._graphs)) for x in self._nearest(i, vector, k, keep)], k)
 
-        def nearest(i: int) -> list[tuple[float, int]]:
-            want = min(k, self._alive[i])
-            if want == 0:
-                return []
-            g = self._graphs[i]
-            g.set_ef(ef)
-            try:
-                labels, distances = g.knn_query(vector, k=want, filter=keep)
-            except RuntimeError:  # too few reachable under the filter: fewer results
-                labels, distances = g.knn_query(vector, k=max(1, want // 4), filter=keep)
-            return list(zip(distances[0].tolist(), labels[0].tolist()))
+    def start(self, vector: np.ndarray, k: int) -> Callable[[], list[tuple[int, float]]]:
+        """Starts an unfiltered :meth:`search` of all graphs but the first on helper threads
+        (hnswlib releases the GIL) and returns the function that searches the first here and
+        merges: the caller can do other work while the helpers search.
 
-        if keep is None and len(self._graphs) > 1:
-            # the other graphs on helper threads while this one searches the first
-            # (hnswlib releases the GIL; a filter calls back into Python, so it runs here alone)
-            others = [_helpers().submit(nearest, i) for i in range(1, len(self._graphs))]
-            found = nearest(0)
+        >>> g = Graph(dim=2); g.add(np.eye(2, dtype=np.float32), np.arange(2))
+        >>> finish = g.start(np.array([0, 1], np.float32), k=1)
+        >>> finish()
+        [(1, 1.0)]
+        """
+        others = [_helpers().submit(self._nearest, i, vector, k, None) for i in range(1, len(self._graphs))]
+
+        def finish() -> list[tuple[int, float]]:
+            found = self._nearest(0, vector, k, None)
             for other in others:
                 found.extend(other.result())
-        else:
-            found = [x for i in range(len(self._graphs)) for x in nearest(i)]
+            return self._merged(found, k)
+
+        return finish
+
+    def _nearest(
+        self, i: int, vector: np.ndarray, k: int, keep: Callable[[int], bool] | None
+    ) -> list[tuple[float, int]]:
+        """``(distance, label)`` of graph ``i``'s ``k`` nearest, at ``ef=max(k, 100)``."""
+        want = min(k, self._alive[i])
+        if want == 0:
+            return []
+        g = self._graphs[i]
+        g.set_ef(max(k, 100))
+        try:
+            labels, distances = g.knn_query(vector, k=want, filter=keep)
+        except RuntimeError:  # too few reachable under the filter: fewer results
+            labels, distances = g.knn_query(vector, k=max(1, want // 4), filter=keep)
+        return list(zip(distances[0].tolist(), labels[0].tolist()))
+
+    @staticmethod
+    def _merged(found: list[tuple[float, int]], k: int) -> list[tuple[int, float]]:
         found.sort()
         return [(int(label), 1.0 - d) for d, label in found[:k]]

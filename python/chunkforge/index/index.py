@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -20,7 +20,6 @@ from .._recommended import RECOMMENDED
 from .._rwlock import RWLock, reads, writes
 from .._search import EXACT_MAX, normalized, top_k
 from ..chunkers._base import check_int
-from ..chunkers.hierarchy import node_id
 from ..tokenizer import Tokenizer
 from .bm25 import BM25
 from .payload import DocumentTree, Hit, Passage, Payload
@@ -438,8 +437,9 @@ class Index:
         """``(label, score)`` of the candidate leaves, best first: the ``pool`` nearest leaves
         and the leaves of the ``BM25_POOL`` best parents, each scored
         ``w_dense * cos / best cos + w_bm25 * bm25(parent) / best bm25``."""
-        dense = dict(self._dense(vector, pool, allowed))
+        finish_dense = self._dense_started(vector, pool, allowed)  # helpers search while BM25 scores here
         bm25 = self._bm25.scores(query)
+        dense = dict(finish_dense())
         if allowed is not None:  # parents of allowed leaves only (a parent lies in one section)
             bm25 = np.where(self._passage_mask(allowed), bm25, 0.0)
         top = np.argpartition(-bm25, BM25_POOL)[:BM25_POOL] if len(bm25) > BM25_POOL else np.arange(len(bm25))
@@ -472,25 +472,8 @@ class Index:
         return mask
 
     def _hits(self, labels: Sequence[int], scores: Sequence[float]) -> list[Hit]:
-        """Hits of leaves ``labels`` with ``scores``."""
-        level = len(self.parent_tokens) + 1
-        out = []
-        for (slot, start, end, heading), label, score in zip(self._expander.leaves_of(labels), labels, scores):
-            doc = self._docs[slot]
-            assert doc is not None
-            out.append(
-                Hit(
-                    doc.doc_id,
-                    start,
-                    end,
-                    float(score),
-                    doc.text[start:end],
-                    heading,
-                    node_id(doc.doc_id, start, end, level),
-                    int(label),
-                )
-            )
-        return out
+        """Hits of leaves ``labels`` with ``scores`` (made natively: ~1 us a hit)."""
+        return self._expander.hits(list(labels), list(scores), Hit, len(self.parent_tokens) + 1)
 
     def _allowed(
         self, doc_id: str | Collection[str] | None, source: str | Collection[str] | None, prefix: Sequence[str] | None
@@ -517,17 +500,26 @@ class Index:
 
     def _dense(self, vector: np.ndarray, k: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
         """``(label, cosine)`` of the ``k`` nearest leaves (exact, from the int8 copy of the vectors, when filtered to a few)."""
-        if allowed is not None:
-            labels = np.flatnonzero(allowed)
-            if len(labels) == 0:
-                return []
-            if len(labels) <= EXACT_MAX:
-                ids, sims = top_k(self._cosines(labels, vector).astype(np.float64), k)
-                return [(int(labels[i]), float(s)) for i, s in zip(ids, sims)]
-        if self._graph is None:
-            return []
-        keep = None if allowed is None else (lambda label: bool(allowed[label]))
-        return self._graph.search(vector, k, keep)
+        return self._dense_started(vector, k, allowed)()
+
+    def _dense_started(
+        self, vector: np.ndarray, k: int, allowed: np.ndarray | None
+    ) -> Callable[[], list[tuple[int, float]]]:
+        """:meth:`_dense` as a function that finishes it: unfiltered, the graphs other than the
+        first are searched on helper threads meanwhile (:meth:`Graph.start`)."""
+        graph = self._graph
+        if allowed is None:
+            return list if graph is None else graph.start(vector, k)
+        labels = np.flatnonzero(allowed)
+        if len(labels) == 0:
+            return list
+        if len(labels) <= EXACT_MAX:
+            ids, sims = top_k(self._cosines(labels, vector).astype(np.float64), k)
+            best = [(int(labels[i]), float(s)) for i, s in zip(ids, sims)]
+            return lambda: best
+        if graph is None:
+            return list
+        return lambda: graph.search(vector, k, lambda label: bool(allowed[label]))
 
     # -- expansion ---------------------------------------------------------
 
