@@ -9,9 +9,12 @@ neither latency nor build cost depends on what the vectors say, so the leaves ge
 seeded random unit vectors (the same for every build); questions are embedded for
 real. Questions are leaf sentences of the index minus their first word. To compare
 two builds, run this once with each (the other build's package first on
-``PYTHONPATH``) and read the ratios.
+``PYTHONPATH``) and read the ratios. ``--index DIR`` saves the index there on the first
+run and loads it on the next ones (query figures only), so that two builds can take
+turns many times on the same index.
 
     python benches/query_latency.py --leaves 100000 --queries 300
+    python benches/query_latency.py --index /tmp/bench-index  # then again, with the other build
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import gc
 import random
 import resource
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -55,14 +59,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--leaves", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--index", metavar="DIR", help="load the index saved here; build and save it if there is none")
     args = parser.parse_args()
     encoder = RandomLeaves(Encoder.default())
-    docs = corpus_documents(args.leaves)
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    t0, cpu0 = time.perf_counter(), time.process_time()
-    index = Index.build(docs, encoder)  # type: ignore[arg-type]
-    build, build_cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    built = ""
+    if args.index and Path(args.index, "CURRENT").is_file():
+        index = Index.load(args.index, encoder.encoder)
+    else:
+        docs = corpus_documents(args.leaves)
+        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        index = Index.build(docs, encoder)  # type: ignore[arg-type]
+        build, build_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        built = (
+            f": built in {build:.1f} s ({build_cpu:.1f} s CPU, random vectors), peak RSS {rss / 1024:.0f} MB "
+            f"(+{(rss - rss0) / 1024:.0f} MB over the loaded encoder)"
+        )
+        if args.index:
+            index.save(args.index)
     rng = random.Random(0)
     leaves = [h for h in index.leaves(score=0.0) if len(h.text) > 40]
     questions = [" ".join(h.text.split()[1:20]) for h in rng.sample(leaves, min(args.queries, len(leaves)))]
@@ -78,10 +93,7 @@ def main() -> None:
         t3 = time.perf_counter()
         stages["embed"].append(t2 - t1)
         stages["query"].append(t3 - t2)
-    print(
-        f"{index!r}: built in {build:.1f} s ({build_cpu:.1f} s CPU, random vectors), peak RSS {rss / 1024:.0f} MB "
-        f"(+{(rss - rss0) / 1024:.0f} MB over the loaded encoder); {len(questions)} queries"
-    )
+    print(f"{index!r}{built or ' (loaded)'}; {len(questions)} queries")
     for name, samples in stages.items():
         a = np.array(samples) * 1e3
         print(f"{name:6s} p50 {np.percentile(a, 50):7.2f} ms  p99 {np.percentile(a, 99):7.2f} ms")

@@ -58,10 +58,9 @@ QUERY_THREADS = 2
 half the time on two threads as on one (``benches/results/expansion.md``)."""
 QUERY_SPIN_US = 100
 """How long :meth:`Encoder.embed_query`'s idle threads spin before they sleep: long enough to
-bridge the gaps between one call's operators (a 26-token question: 5.5 ms against 7.5 ms
-when they sleep at once, for no more CPU), short enough not to burn a core between calls
-(ONNX Runtime's default spins on long after a call: 3x the CPU per question;
-``benches/results/expansion.md``)."""
+bridge the gaps between one call's operators (questions back to back run faster than on
+threads that sleep at once, for no more CPU), short enough not to burn the cores between
+calls as ONNX Runtime's default spinning does (``benches/results/query-spin.txt``)."""
 _Padded = tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]
 """Padded model inputs (:meth:`Tokenizer.encode_padded`): ids, mask, offsets (when asked), full lengths."""
 
@@ -597,10 +596,12 @@ def _session(
 ) -> ort.InferenceSession:
     """A session on the serialized ``model``, read from the file ``graph`` (its
     external data, if any, is read by ONNX Runtime from beside ``graph``); with ``spin_us``
-    its idle intra-op threads spin that many microseconds, then sleep (else ONNX Runtime's
-    default: they spin on long after a call)."""
+    its idle intra-op threads spin that many microseconds, then sleep (0: they sleep at once;
+    None: ONNX Runtime's default, they spin on long after a call)."""
     options = ort.SessionOptions()
-    if spin_us is not None:
+    if spin_us == 0:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    elif spin_us is not None:
         options.add_session_config_entry("session.intra_op.spin_duration_us", str(spin_us))
     options.add_session_config_entry("session.model_external_initializers_file_folder_path", str(graph.parent))
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
