@@ -8,17 +8,25 @@ trees and hits for the LlamaIndex adapter (benches/llamaindex_expand.py).
 Timed per policy: ``expand`` (``Payload`` of ``Passage`` objects; their texts are
 sliced when read) and ``expand + texts`` (every passage's text read, as rendering
 does), taking turns in rounds of 100 queries. To compare two builds, run this once
-with each (the other build's package first on ``PYTHONPATH``), alternating.
+with each (the other build's package first on ``PYTHONPATH``), alternating; or, better,
+``--other DIR``: DIR is a copy of the other build's ``python/chunkforge`` folder under
+another name (its extension inside), and both builds' structures live in this process,
+timed in turns on the same hits. On a shared host a process runs at one of two speeds
+(one is ~1.5x the other here, whichever the build, the CPU or the address layout), so
+two processes compare the host more than the builds.
 
     python benches/expand_bench.py --leaves 100000 --export expand-data.json
+    python benches/expand_bench.py --only budget=1000 --other /tmp/builds/base_chunkforge
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import json
 import random
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -42,11 +50,11 @@ POLICIES = {
 }
 
 
-def structure_index(leaves: int) -> Index:
+def structure_index(leaves: int, index_type: type[Index] = Index) -> Index:
     """An index holding the trees of the first corpus documents up to ``leaves`` leaves,
     with no vectors (expansion reads the trees only): the index's own build step, its
     leaves labelled in order, without the embedding and the HNSW graph."""
-    index = Index()
+    index = index_type()
     records = corpus_documents(leaves)
     trees = index._build(index._records(records))
     counts = np.cumsum([0] + [len(t.leaf_parent) for t in trees])
@@ -110,7 +118,11 @@ def main() -> None:
     parser.add_argument("--export", metavar="FILE", help="trees and hits for the LlamaIndex adapter")
     parser.add_argument("--export-queries", type=int, default=300)
     parser.add_argument("--only", metavar="PREFIX", help="time only the policies whose name starts with PREFIX")
+    parser.add_argument("--other", metavar="DIR", help="another build's package folder, timed in this process")
     args = parser.parse_args()
+    if args.other:
+        other(args)
+        return
     started = time.perf_counter()
     index = structure_index(args.leaves)
     print(f"structure of {len(index)} docs, {index.leaf_count} leaves in {time.perf_counter() - started:.1f} s")
@@ -143,6 +155,37 @@ def main() -> None:
             print("  " + line(what, wall, cpu))
     if args.export:
         export(index, hit_lists[: args.export_queries], Path(args.export))
+
+
+def other(args: argparse.Namespace) -> None:
+    """This build and the package in ``args.other``, each on its own structure of the same
+    documents and the same hits, ``expand`` timed in turns in rounds of 100 queries."""
+    folder = Path(args.other).resolve()
+    sys.path.insert(0, str(folder.parent))
+    builds = {"this build": Index, f"{folder.name}": importlib.import_module(f"{folder.name}.index").Index}
+    indexes = {name: structure_index(args.leaves, index_type) for name, index_type in builds.items()}
+    wanted = queries(indexes["this build"], args.queries, args.hits)
+    leaves = {name: ix.leaves() for name, ix in indexes.items()}
+    hit_lists = {
+        name: [[replace(leaves[name][label], score=score) for label, score in q] for q in wanted] for name in indexes
+    }
+    gc.collect()
+    gc.freeze()
+    for name, options in POLICIES.items():
+        if args.only and not name.startswith(args.only):
+            continue
+        print(name)
+        samples: dict[str, tuple[list[float], list[float]]] = {build: ([], []) for build in builds}
+        for build, ix in indexes.items():
+            for hits in hit_lists[build][:200]:
+                ix.expand(hits, **options)
+        for at in range(0, args.queries, 100):
+            for build, ix in indexes.items():
+                wall, cpu = timed(lambda hits, ix=ix, o=options: ix.expand(hits, **o), hit_lists[build][at : at + 100])
+                samples[build][0].extend(wall)
+                samples[build][1].extend(cpu)
+        for build, (wall, cpu) in samples.items():
+            print("  " + line(f"expand, {build}", wall, cpu))
 
 
 def export(index: Index, hit_lists: list, path: Path) -> None:
