@@ -531,7 +531,6 @@ fn py_max_threads() -> usize {
     max_threads()
 }
 
-/// Sentence spans `[(start, end), ...]` of `text` in code point offsets.
 /// `s` as UTF-8, a lone surrogate written as Python's `surrogatepass` does.
 fn surrogatepass_utf8<'a>(s: &'a Bound<'_, PyString>) -> PyResult<std::borrow::Cow<'a, [u8]>> {
     match s.to_str() {
@@ -546,6 +545,7 @@ fn node_id(doc_id: &Bound<'_, PyString>, start: u64, end: u64, level: u64) -> Py
     Ok(tree::node_id(&surrogatepass_utf8(doc_id)?, start, end, level))
 }
 
+/// Sentence spans `[(start, end), ...]` of `text` in code point offsets.
 #[pyfunction]
 fn split_sentences(py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Vec<(usize, usize)>> {
     let text = as_str(text, &|| "text".into())?;

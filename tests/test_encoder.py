@@ -10,6 +10,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -105,6 +106,25 @@ def test_token_budget_batches_equal_one_by_one_in_input_order(encoder: Encoder) 
 def test_embed_query_equals_embed(encoder: Encoder) -> None:
     for text in TEXTS[:2]:
         np.testing.assert_allclose(encoder.embed_query(text), encoder.embed([text])[0], atol=1e-5)
+
+
+def test_query_threads_spin_briefly_then_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The query session bounds its threads' spin; with an ONNX Runtime that does not read
+    the bound (before 1.26), its threads sleep at once rather than spin on after each call."""
+    from chunkforge import encoder as encoder_module
+
+    def query_options() -> Any:
+        enc = Encoder.default()
+        enc.embed_query("how do threads wait?")
+        return enc._query_session.get_session_options()
+
+    options = query_options()
+    assert options.get_session_config_entry("session.intra_op.spin_duration_us") == str(encoder_module.QUERY_SPIN_US)
+    monkeypatch.setattr(encoder_module, "_SPIN_DURATION", False)
+    options = query_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    with pytest.raises(RuntimeError, match="does not have configuration"):
+        options.get_session_config_entry("session.intra_op.spin_duration_us")
 
 
 def test_empty_inputs(encoder: Encoder) -> None:

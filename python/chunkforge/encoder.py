@@ -61,6 +61,9 @@ QUERY_SPIN_US = 100
 bridge the gaps between one call's operators (questions back to back run faster than on
 threads that sleep at once, for no more CPU), short enough not to burn the cores between
 calls as ONNX Runtime's default spinning does (``benches/results/query-spin.txt``)."""
+_SPIN_DURATION = tuple(int(x) for x in ort.__version__.split(".")[:2]) >= (1, 26)
+"""Whether ONNX Runtime reads ``session.intra_op.spin_duration_us`` (1.26 on): older ones
+ignore it and spin on, so a bounded spin falls back to sleeping at once there."""
 _Padded = tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]
 """Padded model inputs (:meth:`Tokenizer.encode_padded`): ids, mask, offsets (when asked), full lengths."""
 
@@ -599,7 +602,7 @@ def _session(
     its idle intra-op threads spin that many microseconds, then sleep (0: they sleep at once;
     None: ONNX Runtime's default, they spin on long after a call)."""
     options = ort.SessionOptions()
-    if spin_us == 0:
+    if spin_us == 0 or (spin_us is not None and not _SPIN_DURATION):
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     elif spin_us is not None:
         options.add_session_config_entry("session.intra_op.spin_duration_us", str(spin_us))

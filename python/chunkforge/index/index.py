@@ -438,8 +438,10 @@ class Index:
         and the leaves of the ``BM25_POOL`` best parents, each scored
         ``w_dense * cos / best cos + w_bm25 * bm25(parent) / best bm25``."""
         finish_dense = self._dense_started(vector, pool, allowed)  # helpers search while BM25 scores here
-        bm25 = self._bm25.scores(query)
-        dense = dict(finish_dense())
+        try:
+            bm25 = self._bm25.scores(query)
+        finally:  # the helpers are done before the read lock is let go, even when BM25 raised
+            dense = dict(finish_dense())
         if allowed is not None:  # parents of allowed leaves only (a parent lies in one section)
             bm25 = np.where(self._passage_mask(allowed), bm25, 0.0)
         top = np.argpartition(-bm25, BM25_POOL)[:BM25_POOL] if len(bm25) > BM25_POOL else np.arange(len(bm25))
