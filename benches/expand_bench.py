@@ -16,7 +16,7 @@ timed in turns on the same hits. On a shared host a process runs at one of two s
 two processes compare the host more than the builds.
 
     python benches/expand_bench.py --leaves 100000 --export expand-data.json
-    python benches/expand_bench.py --only budget=1000 --other /tmp/builds/base_chunkforge
+    python benches/expand_bench.py --only budget=1000 --other ../base/chunkforge_base
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ run and loads it on the next ones (query figures only), so that two builds can t
 turns many times on the same index.
 
     python benches/query_latency.py --leaves 100000 --queries 300
-    python benches/query_latency.py --index /tmp/bench-index  # then again, with the other build
+    python benches/query_latency.py --index bench-index  # then again, with the other build
 """
 
 from __future__ import annotations

@@ -892,10 +892,11 @@ impl Expander {
         Ok(())
     }
 
-    /// The hits of leaves `labels` with `scores`: `hit_type` objects (a frozen
-    /// dataclass `(doc_id, start, end, score, text, heading_path, id, leaf)`),
-    /// their ids those of tree `level`. Built as the dataclass's `__init__` would
-    /// (`object.__new__`, then `object.__setattr__` of each field), without its Python frame.
+    /// The hits of leaves `labels` with `scores`: `hit_type` objects (a frozen, slotted
+    /// dataclass whose fields are, in order, `(doc_id, start, end, score, text,
+    /// heading_path, id, leaf)`), their ids those of tree `level`. Built as the
+    /// dataclass's `__init__` would (`object.__new__`, then `object.__setattr__` of each
+    /// field named by its `__slots__`), without its Python frame.
     fn hits<'py>(
         &self,
         py: Python<'py>,
@@ -910,16 +911,10 @@ impl Expander {
         }
         let object = py.get_type::<PyAny>();
         let (new, set) = (object.getattr(intern!(py, "__new__"))?, object.getattr(intern!(py, "__setattr__"))?);
-        let fields = [
-            intern!(py, "doc_id"),
-            intern!(py, "start"),
-            intern!(py, "end"),
-            intern!(py, "score"),
-            intern!(py, "text"),
-            intern!(py, "heading_path"),
-            intern!(py, "id"),
-            intern!(py, "leaf"),
-        ];
+        let fields: Vec<Bound<'py, PyString>> = hit_type.getattr(intern!(py, "__slots__"))?.extract()?;
+        if fields.len() != 8 {
+            return Err(PyTypeError::new_err(format!("{} must have the 8 fields of a hit, not {}", hit_type.name()?, fields.len())));
+        }
         let out = pyo3::types::PyList::empty(py);
         for (&label, &score) in labels.iter().zip(&scores) {
             let (slot, start, end, section) =

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from dataclasses import FrozenInstanceError, replace
+from dataclasses import FrozenInstanceError, dataclass, replace
 
 import numpy as np
 import pytest
@@ -485,6 +485,14 @@ def test_hits_are_the_dataclass_hit_makes(index):
     with pytest.raises(FrozenInstanceError):
         hits[0].score = 2.0  # type: ignore[misc]
     assert len({h.id for h in index.leaves()}) == index.leaf_count
+
+    @dataclass(frozen=True, slots=True)
+    class Short:
+        doc_id: str
+        start: int
+
+    with pytest.raises(TypeError, match="Short must have the 8 fields of a hit, not 2"):
+        index._expander.hits([hits[0].leaf], [1.0], Short, level)
 
 
 def test_hybrid_scores_zero_when_no_candidate_scores_positive(index, monkeypatch):

@@ -178,9 +178,9 @@ class Expander:
         returns their slots."""
     def remove(self, slot: int) -> None:
         """Removes the document in ``slot``; its labels become free."""
-    def hits(self, labels: list[int], scores: list[float], hit_type: type[_T], level: int) -> list[_T]:
+    def hits(self, labels: Sequence[int], scores: Sequence[float], hit_type: type[_T], level: int) -> list[_T]:
         """``hit_type(doc_id, start, end, score, text, heading_path, id, leaf)`` of each label's
-        leaf, fields set with ``object.__setattr__`` (a frozen dataclass), ids of tree ``level``."""
+        leaf, its ``__slots__`` set with ``object.__setattr__`` (a frozen dataclass), ids of tree ``level``."""
     def leaves_under(self, slot: int, prefix: Sequence[str]) -> list[int]:
         """Leaf indices of a document whose section's heading path starts with ``prefix``."""
     def tree(self, slot: int) -> tuple[_Ints, _Ints, _Ints, list[list[str]]]:

@@ -475,7 +475,7 @@ class Index:
 
     def _hits(self, labels: Sequence[int], scores: Sequence[float]) -> list[Hit]:
         """Hits of leaves ``labels`` with ``scores`` (made natively: ~1 us a hit)."""
-        return self._expander.hits(list(labels), list(scores), Hit, len(self.parent_tokens) + 1)
+        return self._expander.hits(labels, scores, Hit, len(self.parent_tokens) + 1)
 
     def _allowed(
         self, doc_id: str | Collection[str] | None, source: str | Collection[str] | None, prefix: Sequence[str] | None
