@@ -12,7 +12,7 @@ macro_rules! modules {
         mod $m;
     )*};
 }
-modules!(encode, expand, metrics, late, pretokenize, segment, sizer, spans, structure, split, tokenizer, tree);
+modules!(encode, expand, metrics, late, pretokenize, segment, sizer, slots, spans, structure, split, tokenizer, tree);
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -957,18 +957,17 @@ impl Expander {
         Ok((node_array(py, &doc.node_rows()), leaves.into_pyarray(py), sents, doc.headings().to_vec()))
     }
 
-    /// Expands hits into passages of the `passage_type` (a named tuple `(doc_id,
-    /// start, end, token_count, score, heading_path, hits, document)`): hit `i` is
-    /// the leaf `labels[i]` with `scores[i]`, and `hits[i]` is what the passages
-    /// covering it list. Returns `(passages, dropped hits)`.
-    #[pyo3(signature = (hits, labels, scores, passage_type, window=None, window_tokens=None, parent=false, auto_merge=None, budget_tokens=None, order="score", pack="skip", trim=false))]
+    /// Expands hits (objects with a `leaf` label and a `score`, mostly of `hit_type`) into
+    /// passages of the `passage_type` (a named tuple `(doc_id, start, end, token_count,
+    /// score, heading_path, hits, document)`, whose `hits` are the hits it covers).
+    /// Returns `(passages, dropped hits)`.
+    #[pyo3(signature = (hits, hit_type, passage_type, window=None, window_tokens=None, parent=false, auto_merge=None, budget_tokens=None, order="score", pack="skip", trim=false))]
     #[allow(clippy::too_many_arguments)]
     fn expand<'py>(
         &self,
         py: Python<'py>,
         hits: &Bound<'py, pyo3::types::PyList>,
-        labels: Vec<u64>,
-        scores: Vec<f64>,
+        hit_type: &Bound<'py, pyo3::types::PyType>,
         passage_type: &Bound<'py, pyo3::types::PyType>,
         window: Option<u32>,
         window_tokens: Option<u32>,
@@ -981,13 +980,19 @@ impl Expander {
     ) -> PyResult<(Bound<'py, pyo3::types::PyList>, Bound<'py, pyo3::types::PyList>)> {
         use pyo3::intern;
         use pyo3::types::{PyList, PyTuple};
-        if labels.len() != hits.len() || scores.len() != hits.len() {
-            return Err(PyValueError::new_err("hits, labels and scores must have the same length"));
-        }
         let params = expand_params(window, window_tokens, parent, auto_merge, budget_tokens, order, pack, trim)?;
-        let pairs: Vec<(u64, f64)> = labels.into_iter().zip(scores).collect();
+        let (leaf, score) = (slots::Field::of(hit_type, intern!(py, "leaf")), slots::Field::of(hit_type, intern!(py, "score")));
+        let hits: Vec<Bound<'py, PyAny>> = hits.iter().collect();
+        let pairs: Vec<(u64, f64)> = hits
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let read = || -> PyResult<(u64, f64)> { Ok((leaf.read(h)?.extract()?, score.read(h)?.extract()?)) };
+                read().map_err(|e| PyTypeError::new_err(format!("hits[{i}] is not a Hit (from Index.search): {e}")))
+            })
+            .collect::<PyResult<_>>()?;
         let payload = py.detach(|| self.store.expand(&self.tk, &pairs, &params)).map_err(PyValueError::new_err)?;
-        let new = py.get_type::<PyTuple>().getattr(intern!(py, "__new__"))?;
+        let mut new = slots::TupleNew::of(passage_type)?;
         // the passages' documents, ids and headings are read in one loop of independent loads
         // first, so that their cache misses overlap instead of coming one by one below
         let mut touched = 0isize;
@@ -999,13 +1004,21 @@ impl Expander {
         let passages = PyList::empty(py);
         for p in payload.passages {
             let doc = self.py_doc(p.doc)?;
-            let covered = PyTuple::new(py, p.hits.iter().map(|&i| hits.get_item(i as usize)).collect::<PyResult<Vec<_>>>()?)?;
+            let covered = PyTuple::new(py, p.hits.iter().map(|&i| &hits[i as usize]))?;
             let heading = doc.headings[p.section as usize].bind(py);
-            let row = (doc.id.bind(py), p.start, p.end, p.tokens, p.score, heading, covered, doc.text.bind(py));
-            // tuple.__new__, not a hand-made allocation: it also sets what a tuple caches
-            passages.append(new.call1((passage_type, row))?)?;
+            let row = [
+                doc.id.bind(py).clone().into_any(),
+                p.start.into_pyobject(py)?.into_any(),
+                p.end.into_pyobject(py)?.into_any(),
+                p.tokens.into_pyobject(py)?.into_any(),
+                p.score.into_pyobject(py)?.into_any(),
+                heading.clone().into_any(),
+                covered.into_any(),
+                doc.text.bind(py).clone().into_any(),
+            ];
+            passages.append(new.call(row)?)?;
         }
-        let dropped = PyList::new(py, payload.dropped.iter().map(|&i| hits.get_item(i as usize)).collect::<PyResult<Vec<_>>>()?)?;
+        let dropped = PyList::new(py, payload.dropped.iter().map(|&i| &hits[i as usize]))?;
         Ok((passages, dropped))
     }
 }

@@ -22,7 +22,7 @@ pytest.importorskip("bm25s")
 
 from chunkforge.chunkers import node_id  # noqa: E402
 from chunkforge.cli import main  # noqa: E402
-from chunkforge.index import CorruptIndexError, Hit, Index  # noqa: E402
+from chunkforge.index import CorruptIndexError, Hit, Index, Passage  # noqa: E402
 
 from conftest import DATA, corpus  # noqa: E402
 
@@ -200,8 +200,28 @@ def test_leaves_and_payload_objects(index):
     assert set(p.hits) <= set(leaves[:3]) and payload.dropped == []
     assert payload == index.expand(tuple(leaves[:3]), window=1)
     assert f"start={p.start}" in repr(p) and "document" not in repr(p)
-    with pytest.raises(TypeError, match="not a Hit"):
-        index.expand([(1, 0.5)])
+    with pytest.raises(TypeError, match=r"hits\[1\] is not a Hit .*'tuple' object has no attribute 'leaf'"):
+        index.expand([leaves[0], (1, 0.5)])
+    with pytest.raises(TypeError, match=r"hits\[0\] is not a Hit"):
+        index.expand([replace(leaves[0], leaf="1")])
+
+    # hits of another type (a subclass, or any object with a leaf and a score) expand alike
+    @dataclass(frozen=True)
+    class Labelled:
+        leaf: int
+        score: float
+
+    class Scored(Hit):
+        __slots__ = ()
+
+    expected = index.expand(leaves[:3], budget_tokens=100)
+    for kind in (lambda h: Labelled(h.leaf, h.score), lambda h: Scored(*(getattr(h, f) for f in Hit.__slots__))):
+        others = [kind(h) for h in leaves[:3]]
+        got = index.expand(others, budget_tokens=100)
+        assert [(p.start, p.end, p.token_count) for p in got.passages] == [
+            (p.start, p.end, p.token_count) for p in expected.passages
+        ]
+        assert all(all(h in others for h in p.hits) for p in got.passages)
     with pytest.raises(KeyError, match="no document"):
         index.leaves("missing.md")
 
@@ -493,6 +513,24 @@ def test_hits_are_the_dataclass_hit_makes(index):
 
     with pytest.raises(TypeError, match="Short must have the 8 fields of a hit, not 2"):
         index._expander.hits([hits[0].leaf], [1.0], Short, level)
+
+
+def test_passages_are_the_named_tuples_passage_makes(index):
+    """Passages are made natively through tuple's own constructor: each equals, hashes
+    and prints as the ``Passage(...)`` of its fields; a type that is not a tuple is refused."""
+    hits = index.search("unicode identifier tables", k=20)
+    payload = index.expand(hits, budget_tokens=300)
+    assert payload.passages
+    for p in payload.passages:
+        made = Passage(*tuple(p))
+        assert type(p) is Passage and p == made and hash(p) == hash(made) and repr(p) == repr(made)
+        assert p.text == index.document(p.doc_id)[p.start : p.end] and all(h in hits for h in p.hits)
+
+    class NotATuple:
+        pass
+
+    with pytest.raises(TypeError, match="NotATuple is not a subclass of tuple"):
+        index._expander.expand(hits, Hit, NotATuple, budget_tokens=300)
 
 
 def test_hybrid_scores_zero_when_no_candidate_scores_positive(index, monkeypatch):

@@ -188,8 +188,7 @@ class Expander:
     def expand(
         self,
         hits: list[_T],
-        labels: Sequence[int],
-        scores: Sequence[float],
+        hit_type: type[_T],
         passage_type: type[_P],
         window: int | None = None,
         window_tokens: int | None = None,
@@ -200,5 +199,6 @@ class Expander:
         pack: Pack = "skip",
         trim: bool = False,
     ) -> tuple[list[_P], list[_T]]:
-        """Hits (leaf ``labels[i]`` with ``scores[i]``) -> ``(passages, dropped hits)``; see
+        """Hits (each with a ``leaf`` label and a ``score``, read fastest from ``hit_type``'s own
+        instances) -> ``(passages, dropped hits)``; see
         :meth:`chunkforge.index.Index.expand`."""

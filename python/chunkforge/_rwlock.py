@@ -16,7 +16,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 class RWLock:
     def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
+        # the condition's own mutex, taken directly on the readers' path: a read is two
+        # acquire/release pairs, not two ``with`` blocks of Python-level __enter__/__exit__
+        self._mutex = threading.Lock()
+        self._cond = threading.Condition(self._mutex)
         self._readers = 0
         self._writer: int | None = None
         self._waiting_writers = 0
@@ -28,10 +31,13 @@ class RWLock:
         depth = getattr(self._depth, "n", 0)
         outer = depth == 0 and self._writer != threading.get_ident()
         if outer:
-            with self._cond:
+            self._mutex.acquire()
+            try:
                 while self._writer is not None or self._waiting_writers:
                     self._cond.wait()
                 self._readers += 1
+            finally:
+                self._mutex.release()
         self._depth.n = depth + 1
         return outer
 
@@ -39,10 +45,13 @@ class RWLock:
         """Ends a read started by :meth:`acquire_read` (which returned ``outer``)."""
         self._depth.n -= 1
         if outer:
-            with self._cond:
+            self._mutex.acquire()
+            try:
                 self._readers -= 1
-                if self._readers == 0:
+                if self._readers == 0 and self._waiting_writers:  # only writers wait for readers
                     self._cond.notify_all()
+            finally:
+                self._mutex.release()
 
     @contextlib.contextmanager
     def read(self) -> Iterator[None]:
@@ -65,8 +74,11 @@ class RWLock:
             try:
                 while self._writer is not None or self._readers:
                     self._cond.wait()
-            finally:
+            except BaseException:  # interrupted while waiting: the readers it held back go on
                 self._waiting_writers -= 1
+                self._cond.notify_all()
+                raise
+            self._waiting_writers -= 1
             self._writer = me
         try:
             yield

@@ -571,17 +571,9 @@ class Index:
             raise ValueError(f"auto_merge must be a ratio in [0, 1), not {auto_merge!r}")
         if budget_tokens is not None:
             budget_tokens = check_int("budget_tokens", budget_tokens, 0)
-        hits = list(hits)
-        try:
-            labels = [h.leaf for h in hits]
-            scores = [h.score for h in hits]
-        except AttributeError:
-            bad = next(i for i, h in enumerate(hits) if not hasattr(h, "leaf") or not hasattr(h, "score"))
-            raise TypeError(f"hits[{bad}] is not a Hit (from Index.search)") from None
         passages, dropped = self._expander.expand(
-            hits,
-            labels,
-            scores,
+            list(hits),
+            Hit,
             Passage,
             window,
             window_tokens,
