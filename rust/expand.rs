@@ -403,6 +403,18 @@ impl Unit {
     fn touched_after(&self, doc: &Doc, x: u32) -> bool {
         self.margins.map_or_else(|| doc.blank(self.end, x), |m| x <= m.1)
     }
+
+    /// The word indices of `[s, e)`, a span inside the unit (the unit's own when it is
+    /// the whole unit: nothing is searched).
+    fn words_of(&self, doc: &Doc, s: u32, e: u32) -> (u32, u32) {
+        if (s, e) == (self.start, self.end) { self.words } else { doc.words_within(s, e, self.words) }
+    }
+
+    /// Tokens of `[s, e)` with its word indices: the node's count when the span is
+    /// the whole node (nothing of the document is read).
+    fn count(&self, doc: &Doc, sz: &mut Sizer<'_>, s: u32, e: u32, words: (u32, u32)) -> u32 {
+        if (s, e) == (self.start, self.end) && self.node != NONE { self.tokens } else { span_count(doc, sz, s, e, words) }
+    }
 }
 
 /// A passage taken while packing: the `(score, start, end)` of the unit its
@@ -534,13 +546,14 @@ impl Store {
                 None => Payload { passages: self.merge(units, tk, cache), dropped: vec![] },
                 Some(budget) => self.pack(units, hits, budget, p, tk, cache),
             };
-            out.passages.sort_by(|a, b| b.score.total_cmp(&a.score).then((a.doc, a.start).cmp(&(b.doc, b.start))));
+            // passages of a document are disjoint: (doc, start) tells any two apart, no stable sort needed
+            out.passages.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then((a.doc, a.start).cmp(&(b.doc, b.start))));
             if p.by_document {
                 let mut rank: FxHashMap<u32, usize> = FxHashMap::default();
                 for (i, passage) in out.passages.iter().enumerate() {
                     rank.entry(passage.doc).or_insert(i);
                 }
-                out.passages.sort_by_key(|x| (rank[&x.doc], x.start));
+                out.passages.sort_unstable_by_key(|x| (rank[&x.doc], x.start));
             }
             Ok(out)
         })
@@ -823,11 +836,7 @@ impl Store {
                     }
                 }
                 let freed: usize = touching.iter().map(|&j| taken[j].p.tokens as usize).sum();
-                let tokens = if touching.is_empty() && u.node != NONE {
-                    u.tokens
-                } else {
-                    span_count(doc, &mut doc.sizer(tk, cache), s, e, words)
-                };
+                let tokens = u.count(doc, &mut doc.sizer(tk, cache), s, e, words);
                 if used - freed + tokens as usize <= budget {
                     used = used - freed + tokens as usize;
                     let mut key = (u.score, u.start, u.end);
@@ -850,8 +859,8 @@ impl Store {
                 if !touching.is_empty() {
                     self.pieces(u, &unit_hits, &touching, &taken, hits, &mut pieces);
                     let mut sz = doc.sizer(tk, cache);
-                    let words: Vec<(u32, u32)> = pieces.iter().map(|&(s, e, _)| doc.words_within(s, e, u.words)).collect();
-                    let counts: Vec<u32> = pieces.iter().zip(&words).map(|(&(s, e, _), &w)| span_count(doc, &mut sz, s, e, w)).collect();
+                    let words: Vec<(u32, u32)> = pieces.iter().map(|&(s, e, _)| u.words_of(doc, s, e)).collect();
+                    let counts: Vec<u32> = pieces.iter().zip(&words).map(|(&(s, e, _), &w)| u.count(doc, &mut sz, s, e, w)).collect();
                     let total: usize = counts.iter().map(|&c| c as usize).sum();
                     if !pieces.is_empty() && used + total <= budget {
                         used += total;
