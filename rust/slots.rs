@@ -72,6 +72,9 @@ impl<'py> TupleNew<'py> {
         if !cls.is_subclass_of::<PyTuple>()? {
             return Err(PyTypeError::new_err(format!("{} is not a subclass of tuple", cls.name()?)));
         }
+        // `tuple.__new__` itself refuses a class it is not safe for (one with a C base of
+        // its own, as a struct sequence): asked once for an empty instance, it checks `cls`
+        py.get_type::<PyTuple>().call_method1(pyo3::intern!(py, "__new__"), (cls, PyTuple::empty(py)))?;
         let new = type_slot(std::ptr::addr_of_mut!(ffi::PyTuple_Type), ffi::Py_tp_new)
             .ok_or_else(|| PyTypeError::new_err("tuple has no tp_new"))?;
         // SAFETY: the Py_tp_new slot holds a newfunc

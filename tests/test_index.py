@@ -4,6 +4,7 @@ with the real ONNX encoder, hnswlib and bm25s."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -531,6 +532,8 @@ def test_passages_are_the_named_tuples_passage_makes(index):
 
     with pytest.raises(TypeError, match="NotATuple is not a subclass of tuple"):
         index._expander.expand(hits, Hit, NotATuple, budget_tokens=300)
+    with pytest.raises(TypeError, match=r"tuple.__new__\(os.stat_result\) is not safe"):
+        index._expander.expand(hits, Hit, os.stat_result, budget_tokens=300)
 
 
 def test_hybrid_scores_zero_when_no_candidate_scores_positive(index, monkeypatch):
