@@ -909,12 +909,12 @@ impl Expander {
         if labels.len() != scores.len() {
             return Err(PyValueError::new_err("labels and scores must have the same length"));
         }
-        let object = py.get_type::<PyAny>();
-        let (new, set) = (object.getattr(intern!(py, "__new__"))?, object.getattr(intern!(py, "__setattr__"))?);
-        let fields: Vec<Bound<'py, PyString>> = hit_type.getattr(intern!(py, "__slots__"))?.extract()?;
-        if fields.len() != 8 {
-            return Err(PyTypeError::new_err(format!("{} must have the 8 fields of a hit, not {}", hit_type.name()?, fields.len())));
+        let new = py.get_type::<PyAny>().getattr(intern!(py, "__new__"))?;
+        let names: Vec<Bound<'py, PyString>> = hit_type.getattr(intern!(py, "__slots__"))?.extract()?;
+        if names.len() != 8 {
+            return Err(PyTypeError::new_err(format!("{} must have the 8 fields of a hit, not {}", hit_type.name()?, names.len())));
         }
+        let fields: Vec<slots::Field<'py>> = names.into_iter().map(|name| slots::Field::of(hit_type, name)).collect();
         let out = pyo3::types::PyList::empty(py);
         for (&label, &score) in labels.iter().zip(&scores) {
             let (slot, start, end, section) =
@@ -933,8 +933,8 @@ impl Expander {
                 label.into_pyobject(py)?.into_any(),
             ];
             let hit = new.call1((hit_type,))?;
-            for (field, value) in fields.iter().zip(values) {
-                set.call1((&hit, field, value))?;
+            for (field, value) in fields.iter().zip(&values) {
+                field.write(&hit, value)?;
             }
             out.append(hit)?;
         }
@@ -981,7 +981,8 @@ impl Expander {
         use pyo3::intern;
         use pyo3::types::{PyList, PyTuple};
         let params = expand_params(window, window_tokens, parent, auto_merge, budget_tokens, order, pack, trim)?;
-        let (leaf, score) = (slots::Field::of(hit_type, intern!(py, "leaf")), slots::Field::of(hit_type, intern!(py, "score")));
+        let (leaf, score) =
+            (slots::Field::of(hit_type, intern!(py, "leaf").clone()), slots::Field::of(hit_type, intern!(py, "score").clone()));
         let hits: Vec<Bound<'py, PyAny>> = hits.iter().collect();
         let pairs: Vec<(u64, f64)> = hits
             .iter()

@@ -1,6 +1,6 @@
-//! Two hot paths of the bindings that call CPython's own type slots, the functions
-//! Python's generic machinery ends up calling, without that machinery: reading an
-//! attribute through its descriptor, and `tuple.__new__` for a named tuple.
+//! The hot paths of the bindings that call CPython's own type slots, the functions
+//! Python's generic machinery ends up calling, without that machinery: reading and
+//! writing an attribute through its descriptor, and `tuple.__new__` for a named tuple.
 //! Expansion reads two attributes of ~50 hits and makes ~26 passages per query:
 //! through the descriptor, reading an attribute takes half the instructions of
 //! `getattr` (93 against 196, counted by callgrind).
@@ -20,37 +20,63 @@ fn type_slot(t: *mut ffi::PyTypeObject, slot: c_int) -> Option<*mut c_void> {
     (!p.is_null()).then_some(p)
 }
 
-/// One attribute of a class's instances, read through the class's data descriptor (a
-/// slot, a property) when there is one: its `__get__` is what `obj.name` calls for an
-/// instance of exactly that class once it has found the descriptor on the type (that
-/// lookup is most of the cost of reading a slot). Other objects: `getattr`.
+/// One attribute of a class's instances, read and written through the class's data
+/// descriptor (a slot, a property) when there is one: its `__get__` and `__set__` are what
+/// `obj.name` and `object.__setattr__(obj, name, value)` call for an instance of exactly
+/// that class once they have found the descriptor on the type (that lookup is most of
+/// the cost of a slot's access). Other objects: `getattr` and `object.__setattr__`.
 pub struct Field<'py> {
-    cls: &'py Bound<'py, PyType>,
-    name: &'py Bound<'py, PyString>,
-    descr: Option<(Bound<'py, PyAny>, ffi::descrgetfunc)>,
+    cls: Bound<'py, PyType>,
+    name: Bound<'py, PyString>,
+    descr: Option<(Bound<'py, PyAny>, ffi::descrgetfunc, ffi::descrsetfunc)>,
 }
 
 impl<'py> Field<'py> {
-    pub fn of(cls: &'py Bound<'py, PyType>, name: &'py Bound<'py, PyString>) -> Self {
-        let descr = cls.getattr(name).ok().and_then(|d| {
+    pub fn of(cls: &Bound<'py, PyType>, name: Bound<'py, PyString>) -> Self {
+        let descr = cls.getattr(&name).ok().and_then(|d| {
             let kind = d.get_type().as_type_ptr();
             // only a data descriptor (it has __set__ too) comes before an instance's __dict__
-            let get = type_slot(kind, ffi::Py_tp_descr_get).filter(|_| type_slot(kind, ffi::Py_tp_descr_set).is_some())?;
-            // SAFETY: the Py_tp_descr_get slot holds a descrgetfunc
-            Some((d, unsafe { std::mem::transmute::<*mut c_void, ffi::descrgetfunc>(get) }))
+            let (get, set) = (type_slot(kind, ffi::Py_tp_descr_get)?, type_slot(kind, ffi::Py_tp_descr_set)?);
+            // SAFETY: the Py_tp_descr_get and Py_tp_descr_set slots hold a descrgetfunc and a descrsetfunc
+            unsafe {
+                Some((
+                    d,
+                    std::mem::transmute::<*mut c_void, ffi::descrgetfunc>(get),
+                    std::mem::transmute::<*mut c_void, ffi::descrsetfunc>(set),
+                ))
+            }
         });
-        Field { cls, name, descr }
+        Field { cls: cls.clone(), name, descr }
+    }
+
+    /// `object.__setattr__(obj, name, value)` (so a frozen dataclass's own `__setattr__`
+    /// is not asked, as its `__init__` does).
+    pub fn write(&self, obj: &Bound<'py, PyAny>, value: &Bound<'py, PyAny>) -> PyResult<()> {
+        match &self.descr {
+            Some((descr, _, set)) if obj.get_type().is(&self.cls) => {
+                // SAFETY: the descriptor's tp_descr_set with the descriptor, an instance and a value,
+                // as object.__setattr__ calls it; it returns 0, or -1 with an exception set
+                if unsafe { set(descr.as_ptr(), obj.as_ptr(), value.as_ptr()) } < 0 {
+                    return Err(PyErr::fetch(obj.py()));
+                }
+                Ok(())
+            }
+            _ => {
+                let py = obj.py();
+                py.get_type::<PyAny>().getattr(pyo3::intern!(py, "__setattr__"))?.call1((obj, &self.name, value)).map(drop)
+            }
+        }
     }
 
     /// `obj.name`.
     pub fn read(&self, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         match &self.descr {
-            Some((descr, get)) if obj.get_type().is(self.cls) => {
+            Some((descr, get, _)) if obj.get_type().is(&self.cls) => {
                 // SAFETY: the descriptor's tp_descr_get with the descriptor, an instance and its type, as
                 // attribute lookup calls it; it returns a new reference, or NULL with an exception set
                 unsafe { Bound::from_owned_ptr_or_err(obj.py(), get(descr.as_ptr(), obj.as_ptr(), self.cls.as_type_ptr().cast())) }
             }
-            _ => obj.getattr(self.name),
+            _ => obj.getattr(&self.name),
         }
     }
 }
