@@ -10,14 +10,16 @@
 //!
 //! Everything structural is precomputed when a document is added (its words'
 //! token prefix sums, node token counts, the sentences each leaf overlaps,
-//! section ids), so expanding a query's hits is integer work: the only
-//! tokenizer calls left are recounts of the at most two words a merged span
-//! cuts (word cache hits), through [`Sizer`].
+//! section ids, and each leaf's and sentence's [`Edge`]s), so expanding a
+//! query's hits is integer work: a span between clean edges is counted by a
+//! subtraction, without reading its document; elsewhere the only tokenizer calls
+//! left are recounts of the at most two words a merged span cuts (word cache
+//! hits), through [`Sizer`].
 
 use rustc_hash::FxHashMap;
 use smallvec::{smallvec, SmallVec};
 
-use crate::sizer::Sizer;
+use crate::sizer::{Edge, Sizer};
 use crate::tokenizer::{DocTokens, Tokenizer, WordCache};
 
 const NONE: u32 = u32::MAX;
@@ -40,8 +42,8 @@ pub struct Node {
     leaf: u32,
     /// Tokens of the node's text encoded alone.
     tokens: u32,
-    /// Words of the text starting before the node's start and end.
-    words: (u32, u32),
+    /// The edges of its start and end.
+    edges: (Edge, Edge),
 }
 
 /// A sentence of a document (what a window reads of it sits in one cache line).
@@ -49,8 +51,8 @@ pub struct Node {
 struct Sentence {
     start: u32,
     end: u32,
-    /// Words of the text starting before its start and end.
-    words: (u32, u32),
+    /// The edges of its start and end.
+    edges: (Edge, Edge),
 }
 
 /// The sentences `[a, b)` a leaf overlaps, and `[lo, hi)`, how far a window
@@ -122,7 +124,7 @@ impl Doc {
             if parent != NONE && parent as usize >= i {
                 return Err(format!("node {i}: parent {parent} must come before it"));
             }
-            nodes.push(Node { start, end, parent, section, children: 0, leaf: NONE, tokens: 0, words: (0, 0) });
+            nodes.push(Node { start, end, parent, section, children: 0, leaf: NONE, tokens: 0, edges: (Edge::UNKNOWN, Edge::UNKNOWN) });
         }
         for i in 0..nodes.len() {
             let p = nodes[i].parent;
@@ -179,7 +181,7 @@ impl Doc {
             text,
             tokens,
             char_bytes,
-            sentences: input.sentences.iter().map(|&(start, end, _)| Sentence { start, end, words: (0, 0) }).collect(),
+            sentences: input.sentences.iter().map(|&(start, end, _)| Sentence { start, end, edges: (Edge::UNKNOWN, Edge::UNKNOWN) }).collect(),
             nodes,
             leaves: input.leaves,
             leaf_sentences,
@@ -187,21 +189,19 @@ impl Doc {
             sentence_sections: input.sentences.iter().map(|x| x.2).collect(),
             longest_blank,
         };
-        let words = |x: u32| Sizer::words_before(&doc.tokens, doc.byte(x));
-        let sentence_words: Vec<(u32, u32)> = doc.sentences.iter().map(|x| (words(x.start), words(x.end))).collect();
-        let node_words: Vec<(u32, u32)> = doc.nodes.iter().map(|n| (words(n.start), words(n.end))).collect();
-        for (x, w) in doc.sentences.iter_mut().zip(sentence_words) {
-            x.words = w;
-        }
-        for (n, w) in doc.nodes.iter_mut().zip(node_words) {
-            n.words = w;
-        }
-        let counts: Vec<u32> = tk.with_cache(|cache| {
+        let (sentence_edges, node_edges, counts) = tk.with_cache(|cache| {
             let mut sz = doc.sizer(tk, cache);
-            doc.nodes.iter().map(|n| sz_count(&doc, &mut sz, n.start, n.end)).collect()
+            let edges = |sz: &Sizer<'_>, s: u32, e: u32| (sz.start_edge(doc.byte(s)), sz.end_edge(doc.byte(e)));
+            let sentence_edges: Vec<(Edge, Edge)> = doc.sentences.iter().map(|x| edges(&sz, x.start, x.end)).collect();
+            let node_edges: Vec<(Edge, Edge)> = doc.nodes.iter().map(|n| edges(&sz, n.start, n.end)).collect();
+            let counts: Vec<u32> = doc.nodes.iter().zip(&node_edges).map(|(n, &ends)| span_count(&doc, &mut sz, n.start, n.end, ends)).collect();
+            (sentence_edges, node_edges, counts)
         });
-        for (n, c) in doc.nodes.iter_mut().zip(counts) {
-            n.tokens = c;
+        for (x, ends) in doc.sentences.iter_mut().zip(sentence_edges) {
+            x.edges = ends;
+        }
+        for ((n, ends), c) in doc.nodes.iter_mut().zip(node_edges).zip(counts) {
+            (n.edges, n.tokens) = (ends, c);
         }
         Ok(doc)
     }
@@ -240,11 +240,6 @@ impl Doc {
         Sizer::new(tk, &self.text, &self.tokens, cache)
     }
 
-    /// The number of children of `n`'s parent (0 for a root).
-    fn siblings(&self, n: &Node) -> u32 {
-        if n.parent == NONE { 0 } else { self.nodes[n.parent as usize].children }
-    }
-
     fn byte(&self, i: u32) -> usize {
         self.char_bytes.as_ref().map_or(i as usize, |b| b[i as usize] as usize)
     }
@@ -265,15 +260,15 @@ impl Doc {
         (s - before, e + after)
     }
 
-    /// `(words before s, words before e)` (see [`Node::words`]) for a span inside a
-    /// span whose ends have the word indices `within`; searched among those words
-    /// only ([`NONE`]s when `within` is unknown).
-    fn words_within(&self, s: u32, e: u32, within: (u32, u32)) -> (u32, u32) {
-        if within.0 == NONE || within.1 == NONE {
-            return (NONE, NONE);
+    /// The edges of a span inside a span with edges `within`, their word indices
+    /// searched among its words only (unknown when `within`'s are; not known clean).
+    fn edges_within(&self, s: u32, e: u32, within: (Edge, Edge)) -> (Edge, Edge) {
+        let (a, b) = (within.0.word, within.1.word);
+        if a == NONE || b == NONE {
+            return (Edge::UNKNOWN, Edge::UNKNOWN);
         }
-        let starts = &self.tokens.word_start[within.0 as usize..within.1 as usize];
-        let before = |x: u32| within.0 + starts.partition_point(|&w| (w as usize) < self.byte(x)) as u32;
+        let starts = &self.tokens.word_start[a as usize..b as usize];
+        let before = |x: u32| Edge::at_word(a + starts.partition_point(|&w| (w as usize) < self.byte(x)) as u32);
         (before(s), before(e))
     }
 
@@ -316,11 +311,9 @@ fn sz_count(doc: &Doc, sz: &mut Sizer<'_>, s: u32, e: u32) -> u32 {
     sz.exact(doc.byte(s), doc.byte(e)) as u32
 }
 
-/// [`sz_count`] of a span with its ends' word indices (see [`Node::words`]),
-/// [`NONE`] where unknown.
-fn span_count(doc: &Doc, sz: &mut Sizer<'_>, s: u32, e: u32, words: (u32, u32)) -> u32 {
-    let words = (words.0 != NONE && words.1 != NONE).then_some(words);
-    sz.exact_at(doc.byte(s), doc.byte(e), words) as u32
+/// [`sz_count`] of a span with its ends' edges.
+fn span_count(doc: &Doc, sz: &mut Sizer<'_>, s: u32, e: u32, edges: (Edge, Edge)) -> u32 {
+    sz.exact_between(doc.byte(s), doc.byte(e), edges) as u32
 }
 
 /// How hits become passages.
@@ -374,14 +367,12 @@ struct Unit {
     node: u32,
     /// The node's parent ([`NONE`] for a root or a sentence window).
     parent: u32,
-    /// The parent's number of children.
-    siblings: u32,
     /// For a leaf, its sentences.
     sentences: Option<LeafSentences>,
     start: u32,
     end: u32,
-    /// Words of the text starting before `start` and `end`.
-    words: (u32, u32),
+    /// The edges of `start` and `end`.
+    edges: (Edge, Edge),
     /// The node's tokens (when `node` is not [`NONE`]).
     tokens: u32,
     /// Where the whitespace around `[start, end)` begins and ends, when known (then
@@ -393,36 +384,43 @@ struct Unit {
 }
 
 impl Unit {
+    /// Its document (read only where what the unit carries does not answer:
+    /// on a large index the document is out of the caches).
+    fn doc<'s>(&self, store: &'s Store) -> &'s Doc {
+        store.docs[self.doc as usize].as_ref().unwrap()
+    }
+
     /// True when a span ending at `x` (before `start`) touches the unit: only
     /// whitespace between (read from its margins when known, else from the text).
-    fn touched_before(&self, doc: &Doc, x: u32) -> bool {
-        self.margins.map_or_else(|| doc.blank(x, self.start), |m| x >= m.0)
+    fn touched_before(&self, store: &Store, x: u32) -> bool {
+        self.margins.map_or_else(|| self.doc(store).blank(x, self.start), |m| x >= m.0)
     }
 
     /// True when a span starting at `x` (after `end`) touches the unit.
-    fn touched_after(&self, doc: &Doc, x: u32) -> bool {
-        self.margins.map_or_else(|| doc.blank(self.end, x), |m| x <= m.1)
+    fn touched_after(&self, store: &Store, x: u32) -> bool {
+        self.margins.map_or_else(|| self.doc(store).blank(self.end, x), |m| x <= m.1)
     }
 
-    /// The word indices of `[s, e)`, a span inside the unit (the unit's own when it is
+    /// The edges of `[s, e)`, a span inside the unit (the unit's own when it is
     /// the whole unit: nothing is searched).
-    fn words_of(&self, doc: &Doc, s: u32, e: u32) -> (u32, u32) {
-        if (s, e) == (self.start, self.end) { self.words } else { doc.words_within(s, e, self.words) }
+    fn edges_of(&self, store: &Store, s: u32, e: u32) -> (Edge, Edge) {
+        if (s, e) == (self.start, self.end) { self.edges } else { self.doc(store).edges_within(s, e, self.edges) }
     }
 
-    /// Tokens of `[s, e)` with its word indices: the node's count when the span is
-    /// the whole node (nothing of the document is read).
-    fn count(&self, doc: &Doc, sz: &mut Sizer<'_>, s: u32, e: u32, words: (u32, u32)) -> u32 {
-        if (s, e) == (self.start, self.end) && self.node != NONE { self.tokens } else { span_count(doc, sz, s, e, words) }
+    /// Tokens of `[s, e)`, a span of the unit's document with edges `edges`: the
+    /// node's count when the span is the whole node, the edges' subtraction when
+    /// both are clean (nothing of the document is read), else counted.
+    fn count(&self, store: &Store, tk: &Tokenizer, cache: &mut WordCache, s: u32, e: u32, edges: (Edge, Edge)) -> u32 {
+        if (s, e) == (self.start, self.end) && self.node != NONE { self.tokens } else { store.span_tokens(self.doc, s, e, edges, tk, cache) }
     }
 }
 
 /// A passage taken while packing: the `(score, start, end)` of the unit its
-/// score and section come from, and its ends' word indices ([`NONE`] if unknown).
+/// score and section come from, and its ends' edges.
 struct Taken {
     p: Passage,
     key: (f64, u32, u32),
-    words: (u32, u32),
+    edges: (Edge, Edge),
 }
 
 /// A label's leaf: its document slot and node, with a copy of what expanding
@@ -434,27 +432,37 @@ struct LeafRef {
     slot: u32,
     node: u32,
     parent: u32,
-    /// The parent's number of children.
-    siblings: u32,
     section: u32,
     start: u32,
     end: u32,
+    /// The word indices of its edges.
     words: (u32, u32),
+    /// The prefix sum at its start when both its edges are clean (that at its end
+    /// is `cum + tokens` then), else [`NONE`].
+    cum: u32,
     sentences: LeafSentences,
     tokens: u32,
     /// See [`Doc::margins`]; [`NONE`]s for a leaf with whitespace at an end.
     margins: (u32, u32),
 }
 
+impl LeafRef {
+    /// The edges of its start and end.
+    fn edges(&self) -> (Edge, Edge) {
+        let end_cum = if self.cum == NONE { NONE } else { self.cum + self.tokens };
+        (Edge { word: self.words.0, cum: self.cum }, Edge { word: self.words.1, cum: end_cum })
+    }
+}
+
 const FREE: LeafRef = LeafRef {
     slot: NONE,
     node: NONE,
     parent: NONE,
-    siblings: 0,
     section: NONE,
     start: 0,
     end: 0,
     words: (0, 0),
+    cum: NONE,
     sentences: LeafSentences { a: 0, b: 0, lo: 0, hi: 0 },
     tokens: 0,
     margins: (0, 0),
@@ -487,12 +495,13 @@ impl Store {
             }
             let node = doc.leaves[i];
             let n = &doc.nodes[node as usize];
-            let (start, end, words, parent, section, tokens) = (n.start, n.end, n.words, n.parent, n.section, n.tokens);
-            let siblings = doc.siblings(n);
+            let (start, end, parent, section, tokens) = (n.start, n.end, n.parent, n.section, n.tokens);
+            let words = (n.edges.0.word, n.edges.1.word);
+            let cum = if Edge::between(n.edges.0, n.edges.1).is_some() { n.edges.0.cum } else { NONE };
             // margins only for a leaf without whitespace at its ends (all of them, in trees built here)
             let margins = if doc.trim(start, end) == (start, end) { doc.margins(start, end) } else { (NONE, NONE) };
             let sentences = doc.leaf_sentences[i];
-            self.labels[l] = LeafRef { slot, node, parent, siblings, section, start, end, words, sentences, tokens, margins };
+            self.labels[l] = LeafRef { slot, node, parent, section, start, end, words, cum, sentences, tokens, margins };
         }
         self.docs.push(Some(doc));
         Ok(slot as usize)
@@ -582,11 +591,10 @@ impl Store {
                 doc: r.slot,
                 node: r.node,
                 parent: r.parent,
-                siblings: r.siblings,
                 sentences: Some(r.sentences),
                 start: r.start,
                 end: r.end,
-                words: r.words,
+                edges: r.edges(),
                 tokens: r.tokens,
                 margins: (r.margins.0 != NONE).then_some(r.margins),
                 score,
@@ -597,18 +605,17 @@ impl Store {
         Ok(units)
     }
 
-    /// Reads what merging and packing will read of each unit's document (its fields, the
-    /// byte offsets, word ends and prefix sums at the unit's ends) in one loop of
-    /// independent loads, so that their cache misses overlap instead of coming one by one.
+    /// Reads what merging and packing will read of the document of each unit whose
+    /// edges are not both clean (its fields, the byte offsets, word ends and prefix
+    /// sums at the unit's ends) in one loop of independent loads, so that their cache
+    /// misses overlap instead of coming one by one.
     fn warm(&self, units: &[Unit]) {
         let mut touched = 0usize;
-        for u in units {
-            let Some(doc) = self.docs[u.doc as usize].as_ref() else {
-                continue;
-            };
+        for u in units.iter().filter(|u| Edge::between(u.edges.0, u.edges.1).is_none()) {
+            let doc = u.doc(self);
             touched += doc.byte(u.start) + doc.byte(u.end);
             let t = &doc.tokens;
-            for w in [u.words.0, u.words.1].map(|w| w as usize) {
+            for w in [u.edges.0.word, u.edges.1.word].map(|w| w as usize) {
                 touched += t.cum.get(w).map_or(0, |&c| c as usize);
                 touched += t.word_end.get(w.wrapping_sub(1)).map_or(0, |&c| c as usize);
             }
@@ -619,7 +626,7 @@ impl Store {
     fn node_unit(&self, doc: u32, node: u32, score: f64, hits: HitIds) -> Unit {
         let d = self.docs[doc as usize].as_ref().unwrap();
         let n = &d.nodes[node as usize];
-        Unit { doc, node, parent: n.parent, siblings: d.siblings(n), sentences: None, start: n.start, end: n.end, words: n.words, tokens: n.tokens, margins: None, score, section: n.section, hits }
+        Unit { doc, node, parent: n.parent, sentences: None, start: n.start, end: n.end, edges: n.edges, tokens: n.tokens, margins: None, score, section: n.section, hits }
     }
 
     /// LlamaIndex's AutoMergingRetriever: while some parent has more than
@@ -630,7 +637,8 @@ impl Store {
             let mut groups: FxHashMap<(u32, u32), (u32, Vec<usize>)> = FxHashMap::default();
             for (i, u) in units.iter().enumerate() {
                 if u.parent != NONE {
-                    groups.entry((u.doc, u.parent)).or_insert_with(|| (u.siblings, vec![])).1.push(i);
+                    let children = || u.doc(self).nodes[u.parent as usize].children;
+                    groups.entry((u.doc, u.parent)).or_insert_with(|| (children(), vec![])).1.push(i);
                 }
             }
             let mut merged = vec![false; units.len()];
@@ -675,10 +683,10 @@ impl Store {
         let sentences = &self.docs[u.doc as usize].as_ref().unwrap().sentences;
         let (first, last) = (&sentences[lo as usize], &sentences[hi as usize - 1]);
         if first.start < u.start {
-            (u.start, u.words.0) = (first.start, first.words.0);
+            (u.start, u.edges.0) = (first.start, first.edges.0);
         }
         if last.end > u.end {
-            (u.end, u.words.1) = (last.end, last.words.1);
+            (u.end, u.edges.1) = (last.end, last.edges.1);
         }
         (u.node, u.parent, u.sentences, u.margins) = (NONE, NONE, None, None);
     }
@@ -694,15 +702,15 @@ impl Store {
         let sentences = &doc.sentences;
         let mut sz = doc.sizer(tk, cache);
         let (mut lo, mut hi) = (s.a, s.b);
-        let (mut start, mut end, mut words) = (u.start, u.end, u.words);
+        let (mut start, mut end, mut edges) = (u.start, u.end, u.edges);
         let (mut left, mut right) = (true, true);
         while left || right {
             if left {
                 left = lo > s.lo && {
                     let x = &sentences[lo as usize - 1];
-                    let fits = span_count(doc, &mut sz, x.start, end, (x.words.0, words.1)) <= n;
+                    let fits = span_count(doc, &mut sz, x.start, end, (x.edges.0, edges.1)) <= n;
                     if fits {
-                        (lo, start, words.0) = (lo - 1, x.start, x.words.0);
+                        (lo, start, edges.0) = (lo - 1, x.start, x.edges.0);
                     }
                     fits
                 };
@@ -710,16 +718,16 @@ impl Store {
             if right {
                 right = hi < s.hi && {
                     let x = &sentences[hi as usize];
-                    let fits = span_count(doc, &mut sz, start, x.end, (words.0, x.words.1)) <= n;
+                    let fits = span_count(doc, &mut sz, start, x.end, (edges.0, x.edges.1)) <= n;
                     if fits {
-                        (hi, end, words.1) = (hi + 1, x.end, x.words.1);
+                        (hi, end, edges.1) = (hi + 1, x.end, x.edges.1);
                     }
                     fits
                 };
             }
         }
         if (start, end) != (u.start, u.end) {
-            (u.start, u.end, u.words) = (start.min(u.start), end.max(u.end), words);
+            (u.start, u.end, u.edges) = (start.min(u.start), end.max(u.end), edges);
             u.margins = None;
             (u.node, u.parent, u.sentences) = (NONE, NONE, None);
         }
@@ -730,18 +738,17 @@ impl Store {
     fn merge(&self, mut units: Vec<Unit>, tk: &Tokenizer, cache: &mut WordCache) -> Vec<Passage> {
         units.sort_unstable_by_key(|a| (a.doc, a.start, std::cmp::Reverse(a.end)));
         let mut out: Vec<Passage> = Vec::with_capacity(units.len());
-        // each passage's tokens while it is one node (NONE once merged), and its ends' word indices
-        let mut known: Vec<(u32, (u32, u32))> = Vec::with_capacity(units.len());
+        // each passage's tokens while it is one node (NONE once merged), and its ends' edges
+        let mut known: Vec<(u32, (Edge, Edge))> = Vec::with_capacity(units.len());
         for u in units {
             if let Some(last) = out.last_mut() {
-                let doc = self.docs[u.doc as usize].as_ref().unwrap();
-                if last.doc == u.doc && (u.start <= last.end || u.touched_before(doc, last.end)) {
-                    let (tokens, words) = known.last_mut().unwrap();
+                if last.doc == u.doc && (u.start <= last.end || u.touched_before(self, last.end)) {
+                    let (tokens, edges) = known.last_mut().unwrap();
                     if u.end > last.end || u.start < last.start {
                         *tokens = NONE;
                     }
                     if u.end > last.end {
-                        (last.end, words.1) = (u.end, u.words.1);
+                        (last.end, edges.1) = (u.end, u.edges.1);
                     }
                     if u.score > last.score {
                         last.score = u.score;
@@ -751,20 +758,24 @@ impl Store {
                     continue;
                 }
             }
-            known.push((if u.node == NONE { NONE } else { u.tokens }, u.words));
+            known.push((if u.node == NONE { NONE } else { u.tokens }, u.edges));
             out.push(Passage { doc: u.doc, start: u.start, end: u.end, tokens: 0, score: u.score, section: u.section, hits: u.hits });
         }
-        for (p, (tokens, words)) in out.iter_mut().zip(known) {
+        for (p, (tokens, edges)) in out.iter_mut().zip(known) {
             p.hits.sort_unstable();
             p.hits.dedup();
-            let doc = self.docs[p.doc as usize].as_ref().unwrap();
-            p.tokens = if tokens != NONE {
-                tokens
-            } else {
-                span_count(doc, &mut doc.sizer(tk, cache), p.start, p.end, words)
-            };
+            p.tokens = if tokens != NONE { tokens } else { self.span_tokens(p.doc, p.start, p.end, edges, tk, cache) };
         }
         out
+    }
+
+    /// Tokens of `[s, e)` of document `doc` with edges `edges`: their subtraction
+    /// when both are clean (the document is not read), else counted.
+    fn span_tokens(&self, doc: u32, s: u32, e: u32, edges: (Edge, Edge), tk: &Tokenizer, cache: &mut WordCache) -> u32 {
+        Edge::between(edges.0, edges.1).unwrap_or_else(|| {
+            let doc = self.docs[doc as usize].as_ref().unwrap();
+            span_count(doc, &mut doc.sizer(tk, cache), s, e, edges)
+        })
     }
 
     /// Packs units into `budget` tokens in score order (each unit ranked by its
@@ -791,7 +802,6 @@ impl Store {
         let mut pieces: Vec<(u32, u32, HitIds)> = vec![];
         for &(_, i) in &order {
             let u = &mut units[i as usize];
-            let doc = self.docs[u.doc as usize].as_ref().unwrap();
             touching.clear();
             let mut inside = None;
             for (j, Taken { p: t, .. }) in taken.iter().enumerate() {
@@ -805,9 +815,9 @@ impl Store {
                 let touches = if u.start <= t.end && t.start <= u.end {
                     true
                 } else if t.end < u.start {
-                    u.touched_before(doc, t.end)
+                    u.touched_before(self, t.end)
                 } else {
-                    u.touched_after(doc, t.start)
+                    u.touched_after(self, t.start)
                 };
                 if touches {
                     touching.push(j);
@@ -825,18 +835,18 @@ impl Store {
             let u = &*u;
             if !stopped {
                 // merged with the passages it overlaps or touches
-                let (mut s, mut e, mut words) = (u.start, u.end, u.words);
+                let (mut s, mut e, mut edges) = (u.start, u.end, u.edges);
                 for &j in &touching {
                     let t = &taken[j];
                     if t.p.start < s {
-                        (s, words.0) = (t.p.start, t.words.0);
+                        (s, edges.0) = (t.p.start, t.edges.0);
                     }
                     if t.p.end > e {
-                        (e, words.1) = (t.p.end, t.words.1);
+                        (e, edges.1) = (t.p.end, t.edges.1);
                     }
                 }
                 let freed: usize = touching.iter().map(|&j| taken[j].p.tokens as usize).sum();
-                let tokens = u.count(doc, &mut doc.sizer(tk, cache), s, e, words);
+                let tokens = u.count(self, tk, cache, s, e, edges);
                 if used - freed + tokens as usize <= budget {
                     used = used - freed + tokens as usize;
                     let mut key = (u.score, u.start, u.end);
@@ -851,24 +861,23 @@ impl Store {
                         merged.hits.extend(t.hits);
                     }
                     merged.score = key.0;
-                    taken.push(Taken { p: merged, key, words });
+                    taken.push(Taken { p: merged, key, edges });
                     continue;
                 }
                 // alone, clipped to what the passages it touches do not cover
                 let mut placed = false;
                 if !touching.is_empty() {
                     self.pieces(u, &unit_hits, &touching, &taken, hits, &mut pieces);
-                    let mut sz = doc.sizer(tk, cache);
-                    let words: Vec<(u32, u32)> = pieces.iter().map(|&(s, e, _)| u.words_of(doc, s, e)).collect();
-                    let counts: Vec<u32> = pieces.iter().zip(&words).map(|(&(s, e, _), &w)| u.count(doc, &mut sz, s, e, w)).collect();
+                    let edges: Vec<(Edge, Edge)> = pieces.iter().map(|&(s, e, _)| u.edges_of(self, s, e)).collect();
+                    let counts: Vec<u32> = pieces.iter().zip(&edges).map(|(&(s, e, _), &x)| u.count(self, tk, cache, s, e, x)).collect();
                     let total: usize = counts.iter().map(|&c| c as usize).sum();
                     if !pieces.is_empty() && used + total <= budget {
                         used += total;
                         placed = true;
-                        for (((s, e, on), tokens), words) in pieces.drain(..).zip(counts).zip(words) {
+                        for (((s, e, on), tokens), edges) in pieces.drain(..).zip(counts).zip(edges) {
                             unit_hits.retain(|h| !on.contains(h));
                             let passage = Passage { doc: u.doc, start: s, end: e, tokens, score: u.score, section: u.section, hits: on };
-                            taken.push(Taken { p: passage, key: (u.score, s, e), words });
+                            taken.push(Taken { p: passage, key: (u.score, s, e), edges });
                         }
                     }
                 } else if p.trim {
@@ -891,7 +900,7 @@ impl Store {
                                 used += passage.tokens as usize;
                                 unit_hits.retain(|h| !passage.hits.contains(h));
                                 let key = (u.score, passage.start, passage.end);
-                                taken.push(Taken { p: passage, key, words: (NONE, NONE) });
+                                taken.push(Taken { p: passage, key, edges: (Edge::UNKNOWN, Edge::UNKNOWN) });
                             }
                         }
                     }
@@ -927,7 +936,6 @@ impl Store {
     /// flush against a passage (no whitespace between would make them one).
     fn pieces(&self, u: &Unit, unit_hits: &[u32], touching: &[usize], taken: &[Taken], hits: &[(u64, f64)], out: &mut Vec<(u32, u32, HitIds)>) {
         out.clear();
-        let doc = self.docs[u.doc as usize].as_ref().unwrap();
         let mut cover: Vec<(u32, u32)> = touching.iter().map(|&j| (taken[j].p.start, taken[j].p.end)).collect();
         cover.sort_unstable();
         let mut at = u.start;
@@ -946,7 +954,7 @@ impl Store {
                 continue;
             }
             // a whole unit without whitespace at its ends is its own trim (its text is not read)
-            let (s, e) = if u.margins.is_some() && (gs, ge) == (u.start, u.end) { (gs, ge) } else { doc.trim(gs, ge) };
+            let (s, e) = if u.margins.is_some() && (gs, ge) == (u.start, u.end) { (gs, ge) } else { u.doc(self).trim(gs, ge) };
             if s >= e || cover.iter().any(|&(cs, ce)| ce == s || cs == e) {
                 continue;
             }

@@ -8,6 +8,40 @@
 
 use crate::tokenizer::{DocTokens, Tokenizer, WordCache};
 
+const NONE: u32 = u32::MAX;
+
+/// One end of a span, as [`Sizer`] counts it: the number of words starting before
+/// it, and the document's prefix sum there when the end is clean (no word or
+/// added token straddles it, and at a span's end no whitespace run precedes it
+/// that a byte-level BPE splits apart), else [`Edge::UNKNOWN`]'s. Between a clean
+/// start and a clean end, the span's count is a subtraction: nothing of the
+/// document is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Edge {
+    pub word: u32,
+    pub cum: u32,
+}
+
+impl Edge {
+    /// An end nothing is known of.
+    pub const UNKNOWN: Edge = Edge { word: NONE, cum: NONE };
+
+    /// An end at word index `word`, not known to be clean.
+    pub fn at_word(word: u32) -> Edge {
+        Edge { word, cum: NONE }
+    }
+
+    /// Tokens of the span from a clean start `a` to a clean end `b`, None unless both are clean.
+    pub fn between(a: Edge, b: Edge) -> Option<u32> {
+        (a.cum != NONE && b.cum != NONE).then(|| b.cum - a.cum)
+    }
+
+    /// The ends' word indices, when both are known.
+    fn words(a: Edge, b: Edge) -> Option<(u32, u32)> {
+        (a.word != NONE && b.word != NONE).then_some((a.word, b.word))
+    }
+}
+
 /// How a span is counted: recounted whole, its trailing whitespace run apart,
 /// or as a recounted head, whole words `[i, j)` from the prefix sums, and a
 /// recounted tail.
@@ -41,19 +75,48 @@ impl<'a> Sizer<'a> {
         self.count_at(s, e, None)
     }
 
-    /// The number of words starting before byte `x`: with those of a span's
-    /// ends, [`Self::exact_at`] skips its two binary searches.
-    pub fn words_before(doc: &DocTokens, x: usize) -> u32 {
+    /// The number of words starting before byte `x`.
+    fn words_before(doc: &DocTokens, x: usize) -> u32 {
         doc.word_start.partition_point(|&w| (w as usize) < x) as u32
     }
 
-    /// [`Self::exact`], given `(words_before(s), words_before(e))` when known.
-    pub fn exact_at(&mut self, s: usize, e: usize, words: Option<(u32, u32)>) -> usize {
+    /// [`Self::exact`] of the span between edges `a` (at byte `s`) and `b` (at `e`):
+    /// their subtraction when both are clean, else counted with their word indices.
+    pub fn exact_between(&mut self, s: usize, e: usize, (a, b): (Edge, Edge)) -> usize {
+        if let Some(n) = Edge::between(a, b) {
+            debug_assert_eq!(n as usize, self.count_at(s, e, None), "edges {a:?} {b:?} of {s}..{e}");
+            return n as usize;
+        }
         if self.doc.exact_words {
-            self.count_at(s, e, words)
+            self.count_at(s, e, Edge::words(a, b))
         } else {
             self.recount(s, e)
         }
+    }
+
+    /// The edge of a span starting at byte `s` (see [`Edge`]).
+    pub fn start_edge(&self, s: usize) -> Edge {
+        let word = Self::words_before(self.doc, s);
+        let clean = self.doc.exact_words && !self.cuts_added(s) && !self.straddles(word as usize, s);
+        Edge { word, cum: if clean { self.doc.cum[word as usize] } else { NONE } }
+    }
+
+    /// The edge of a span ending at byte `e` (see [`Edge`]).
+    pub fn end_edge(&self, e: usize) -> Edge {
+        let word = Self::words_before(self.doc, e);
+        let clean = self.doc.exact_words && !self.cuts_added(e) && !self.trailing_whitespace(e) && !self.straddles(word as usize, e);
+        Edge { word, cum: if clean { self.doc.cum[word as usize] } else { NONE } }
+    }
+
+    /// True when the last of the first `k` words ends after byte `x` (it starts before).
+    fn straddles(&self, k: usize, x: usize) -> bool {
+        k > 0 && self.doc.word_end[k - 1] as usize > x
+    }
+
+    /// True when a span ending at byte `e` ends in a whitespace run that the
+    /// tokenizer splits by what follows it (GPT-2: at the end of a text it is one word).
+    fn trailing_whitespace(&self, e: usize) -> bool {
+        self.tk.tokenizes_whitespace() && self.text[..e].ends_with(char::is_whitespace)
     }
 
     fn count_at(&mut self, s: usize, e: usize, words: Option<(u32, u32)>) -> usize {
@@ -116,9 +179,8 @@ impl<'a> Sizer<'a> {
             // from it (HF starts a fresh piece after `[CLS]`), so nothing is context free
             return Plan::Whole;
         }
-        if self.tk.tokenizes_whitespace() && self.text[..e].ends_with(char::is_whitespace) {
-            // GPT-2 splits a whitespace run by what follows it: at the end of a
-            // text it is one word, so the span's trailing run is counted alone
+        if self.trailing_whitespace(e) {
+            // the span's trailing run is counted alone
             let t = s + self.text[s..e].trim_end().len();
             return if t == s { Plan::Whole } else { Plan::Trailing(t) };
         }
@@ -131,7 +193,7 @@ impl<'a> Sizer<'a> {
             None => (Self::words_before(doc, s) as usize, Self::words_before(doc, e) as usize),
         };
         let mut head = s; // [s, head) is recounted
-        if i > 0 && end_of(i - 1) > s {
+        if self.straddles(i, s) {
             head = end_of(i - 1).min(e);
             if i < j && end_of(i) <= e {
                 head = end_of(i);
@@ -146,7 +208,7 @@ impl<'a> Sizer<'a> {
             }
         }
         let mut tail = e; // [tail, e) is recounted
-        if j > i && end_of(j - 1) > e {
+        if j > i && self.straddles(j, e) {
             j -= 1;
             tail = start_of(j);
             if j > i {
@@ -178,5 +240,44 @@ impl<'a> Sizer<'a> {
 
     fn recount(&mut self, s: usize, e: usize) -> usize {
         self.tk.count(&self.text[s..e], self.cache).unwrap_or(e - s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokenizer(file: &str) -> Tokenizer {
+        Tokenizer::from_json(&std::fs::read_to_string(format!("{}/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap()).unwrap()
+    }
+
+    /// Between a clean start and a clean end, the subtraction is the span's count
+    /// re-encoded alone, for every span of a text of words, punctuation, whitespace
+    /// runs, an added token and non-ASCII text; and many spans are between clean edges.
+    #[test]
+    fn clean_edges_count_by_subtraction() {
+        let text = "Alpha's  beta, gamma.\n\n\tDelta [CLS] epsilon-zeta: naïve café 中文 don't   stop.";
+        let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).chain([text.len()]).collect();
+        for file in ["python/chunkforge/data/all-MiniLM-L6-v2.tokenizer.json", "tests/data/bytelevel-bpe-8k.tokenizer.json"] {
+            let tk = tokenizer(file);
+            let doc = tk.with_cache(|c| tk.analyze(text, false, c)).unwrap();
+            let (mut clean, mut spans) = (0, 0);
+            tk.with_cache(|cache| {
+                let mut sz = Sizer::new(&tk, text, &doc, cache);
+                for &s in &bounds {
+                    for &e in bounds.iter().filter(|&&e| e >= s) {
+                        let edges = (sz.start_edge(s), sz.end_edge(e));
+                        let alone = sz.tk.count(&text[s..e], sz.cache).unwrap();
+                        if let Some(n) = Edge::between(edges.0, edges.1) {
+                            assert_eq!(n as usize, alone, "{file}: {:?}", &text[s..e]);
+                            clean += 1;
+                        }
+                        assert_eq!(sz.exact_between(s, e, edges), alone, "{file}: {:?}", &text[s..e]);
+                        spans += 1;
+                    }
+                }
+            });
+            assert!(clean * 20 > spans, "{file}: {clean} of {spans} spans between clean edges");
+        }
     }
 }
