@@ -15,7 +15,7 @@ macro_rules! modules {
 modules!(encode, expand, metrics, late, pretokenize, segment, sizer, slots, spans, structure, split, tokenizer, tree);
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 use numpy::{IntoPyArray, PyArray1, PyArray2};
 use pyo3::exceptions::{PyIOError, PyTypeError, PyValueError};
@@ -656,12 +656,22 @@ fn span_overlaps<'py>(
 
 /// The expansion side of an index: documents (text, sentences, tree) and the
 /// map from leaf labels to leaves; `expand` turns hits into a payload.
-/// The documents of an index (their trees, for expansion) and the leaf labels.
 /// Owns each document's id and text as Python strings, and its sections'
 /// heading paths as tuples, so that payloads share them.
-#[pyclass(module = "chunkforge._native")]
+///
+/// Safe to share between threads: its documents sit behind a readers-writer lock
+/// (many readers, or one writer; a waiting writer holds back new readers), taken
+/// for the Rust work of one call only, never while Python code may run, and waited
+/// for with the GIL released. So `expand` needs no lock of the caller's.
+#[pyclass(module = "chunkforge._native", frozen)]
 struct Expander {
     tk: Arc<tokenizer::Tokenizer>,
+    docs: RwLock<Docs>,
+}
+
+/// An expander's documents.
+#[derive(Default)]
+struct Docs {
     store: expand::Store,
     /// Per slot: the document's id, text and heading path of each section.
     py_docs: Vec<Option<PyDoc>>,
@@ -671,6 +681,24 @@ struct PyDoc {
     id: Py<PyString>,
     text: Py<PyString>,
     headings: Vec<Py<pyo3::types::PyTuple>>,
+}
+
+/// Takes `lock` with `take` (a `try_read` or `try_write`): at once when it is free, else
+/// waiting for it with `wait` (a `read` or `write`) and the GIL released, so that the
+/// holder can finish its call. A lock poisoned by a panic is taken as it is.
+fn take_lock<'a, G, W>(
+    py: Python<'_>,
+    lock: &'a RwLock<Docs>,
+    take: impl Fn(&'a RwLock<Docs>) -> Result<G, TryLockError<G>>,
+    wait: impl Fn(&'a RwLock<Docs>) -> W + Send + Sync,
+) -> G {
+    loop {
+        match take(lock) {
+            Ok(guard) => return guard,
+            Err(TryLockError::Poisoned(e)) => return e.into_inner(),
+            Err(TryLockError::WouldBlock) => py.detach(|| drop(wait(lock))),
+        }
+    }
 }
 
 /// A document cut into its tree by `Expander.build`, not yet in the index:
@@ -765,7 +793,7 @@ fn expand_params(
 impl Expander {
     #[new]
     fn new(tokenizer: &Tokenizer) -> Self {
-        Expander { tk: tokenizer.inner.clone(), store: expand::Store::default(), py_docs: vec![] }
+        Expander { tk: tokenizer.inner.clone(), docs: RwLock::default() }
     }
 
     /// Cuts documents into trees (in parallel, the GIL released), each tokenized
@@ -814,7 +842,7 @@ impl Expander {
     /// their documents' ids and texts (`texts[i]` is the text the tree was built
     /// from); returns the documents' slots.
     fn insert(
-        &mut self,
+        &self,
         py: Python<'_>,
         trees: Vec<PyRefMut<'_, DocTree>>,
         labels: Vec<Vec<u64>>,
@@ -841,7 +869,7 @@ impl Expander {
     /// of each section. Returns the documents' slots.
     #[allow(clippy::too_many_arguments)]
     fn add_docs(
-        &mut self,
+        &self,
         py: Python<'_>,
         texts: Vec<Bound<'_, PyString>>,
         sentences: Vec<numpy::PyReadonlyArray2<'_, i64>>,
@@ -886,9 +914,13 @@ impl Expander {
     }
 
     /// Removes the document in `slot`; its labels become free.
-    fn remove(&mut self, slot: usize) -> PyResult<()> {
-        self.store.remove(slot).map_err(PyValueError::new_err)?;
-        self.py_docs[slot] = None;
+    fn remove(&self, py: Python<'_>, slot: usize) -> PyResult<()> {
+        let removed = {
+            let mut docs = self.write(py);
+            docs.store.remove(slot).map_err(PyValueError::new_err)?;
+            docs.py_docs[slot].take()
+        };
+        drop(removed); // its Python strings released after the lock
         Ok(())
     }
 
@@ -915,20 +947,28 @@ impl Expander {
             return Err(PyTypeError::new_err(format!("{} must have the 8 fields of a hit, not {}", hit_type.name()?, names.len())));
         }
         let fields: Vec<slots::Field<'py>> = names.into_iter().map(|name| slots::Field::of(hit_type, name)).collect();
+        let leaves: Vec<((u32, u32), DocRefs)> = {
+            let docs = self.read(py);
+            labels
+                .iter()
+                .map(|&label| {
+                    let (slot, start, end, section) =
+                        docs.store.leaf(label).ok_or_else(|| PyValueError::new_err(format!("leaf {label} is not in the index")))?;
+                    Ok(((start, end), docs.refs(py, slot, section)?))
+                })
+                .collect::<PyResult<_>>()?
+        };
         let out = pyo3::types::PyList::empty(py);
-        for (&label, &score) in labels.iter().zip(&scores) {
-            let (slot, start, end, section) =
-                self.store.leaf(label).ok_or_else(|| PyValueError::new_err(format!("leaf {label} is not in the index")))?;
-            let doc = self.py_doc(slot)?;
-            let (doc_id, text) = (doc.id.bind(py), doc.text.bind(py));
-            let id = tree::node_id(&surrogatepass_utf8(doc_id)?, start.into(), end.into(), level);
+        for ((&label, &score), ((start, end), (doc_id, text, heading))) in labels.iter().zip(&scores).zip(leaves) {
+            let (doc_id, text) = (doc_id.into_bound(py), text.into_bound(py));
+            let id = tree::node_id(&surrogatepass_utf8(&doc_id)?, start.into(), end.into(), level);
             let values: [Bound<'py, PyAny>; 8] = [
-                doc_id.clone().into_any(),
+                doc_id.into_any(),
                 start.into_pyobject(py)?.into_any(),
                 end.into_pyobject(py)?.into_any(),
                 score.into_pyobject(py)?.into_any(),
                 text.get_item(pyo3::types::PySlice::new(py, start as isize, end as isize, 1))?,
-                doc.headings[section as usize].bind(py).clone().into_any(),
+                heading.into_bound(py).into_any(),
                 PyString::new(py, &id).into_any(),
                 label.into_pyobject(py)?.into_any(),
             ];
@@ -942,19 +982,24 @@ impl Expander {
     }
 
     /// The indices of the leaves of the document in `slot` whose section's heading path starts with `prefix`.
-    fn leaves_under(&self, slot: usize, prefix: Vec<String>) -> PyResult<Vec<usize>> {
-        let doc = self.store.doc(slot).ok_or_else(|| PyValueError::new_err(format!("no document in slot {slot}")))?;
+    fn leaves_under(&self, py: Python<'_>, slot: usize, prefix: Vec<String>) -> PyResult<Vec<usize>> {
+        let docs = self.read(py);
+        let doc = docs.store.doc(slot).ok_or_else(|| PyValueError::new_err(format!("no document in slot {slot}")))?;
         Ok(doc.leaves_under(&prefix))
     }
 
     /// The saved form of the document in `slot`: `(nodes, leaves, sentences, headings)`,
     /// nodes `(m, 5)` `(start, end, parent or -1, section, level)`, sentences `(n, 3)`.
     fn tree<'py>(&self, py: Python<'py>, slot: usize) -> PyResult<SavedTree<'py>> {
-        let doc = self.store.doc(slot).ok_or_else(|| PyValueError::new_err(format!("no document in slot {slot}")))?;
-        let leaves: Vec<i64> = doc.leaves().iter().map(|&l| l as i64).collect();
-        let sents: Vec<i64> = doc.sentence_rows().iter().flatten().map(|&x| x as i64).collect();
+        let (nodes, leaves, sents, headings) = {
+            let docs = self.read(py);
+            let doc = docs.store.doc(slot).ok_or_else(|| PyValueError::new_err(format!("no document in slot {slot}")))?;
+            let leaves: Vec<i64> = doc.leaves().iter().map(|&l| l as i64).collect();
+            let sents: Vec<i64> = doc.sentence_rows().iter().flatten().map(|&x| x as i64).collect();
+            (doc.node_rows(), leaves, sents, doc.headings().to_vec())
+        };
         let sents = numpy::ndarray::Array2::from_shape_vec((sents.len() / 3, 3), sents).unwrap().into_pyarray(py);
-        Ok((node_array(py, &doc.node_rows()), leaves.into_pyarray(py), sents, doc.headings().to_vec()))
+        Ok((node_array(py, &nodes), leaves.into_pyarray(py), sents, headings))
     }
 
     /// Expands hits (objects with a `leaf` label and a `score`, mostly of `hit_type`) into
@@ -992,30 +1037,28 @@ impl Expander {
                 read().map_err(|e| PyTypeError::new_err(format!("hits[{i}] is not a Hit (from Index.search): {e}")))
             })
             .collect::<PyResult<_>>()?;
-        let payload = py.detach(|| self.store.expand(&self.tk, &pairs, &params)).map_err(PyValueError::new_err)?;
+        // the passages' documents' ids, texts and headings are taken in one loop of
+        // independent loads, so that their cache misses overlap instead of coming one by one
+        let (payload, refs) = {
+            let docs = self.read(py);
+            let docs = &*docs;
+            let payload = py.detach(|| docs.store.expand(&self.tk, &pairs, &params)).map_err(PyValueError::new_err)?;
+            let refs: Vec<DocRefs> = payload.passages.iter().map(|p| docs.refs(py, p.doc, p.section)).collect::<PyResult<_>>()?;
+            (payload, refs)
+        };
         let mut new = slots::TupleNew::of(passage_type)?;
-        // the passages' documents, ids and headings are read in one loop of independent loads
-        // first, so that their cache misses overlap instead of coming one by one below
-        let mut touched = 0isize;
-        for p in &payload.passages {
-            let doc = self.py_doc(p.doc)?;
-            touched += doc.id.get_refcnt(py) + doc.text.get_refcnt(py) + doc.headings[p.section as usize].get_refcnt(py);
-        }
-        std::hint::black_box(touched);
         let passages = PyList::empty(py);
-        for p in payload.passages {
-            let doc = self.py_doc(p.doc)?;
+        for (p, (doc_id, text, heading)) in payload.passages.into_iter().zip(refs) {
             let covered = PyTuple::new(py, p.hits.iter().map(|&i| &hits[i as usize]))?;
-            let heading = doc.headings[p.section as usize].bind(py);
             let row = [
-                doc.id.bind(py).clone().into_any(),
+                doc_id.into_bound(py).into_any(),
                 p.start.into_pyobject(py)?.into_any(),
                 p.end.into_pyobject(py)?.into_any(),
                 p.tokens.into_pyobject(py)?.into_any(),
                 p.score.into_pyobject(py)?.into_any(),
-                heading.clone().into_any(),
+                heading.into_bound(py).into_any(),
                 covered.into_any(),
-                doc.text.bind(py).clone().into_any(),
+                text.into_bound(py).into_any(),
             ];
             passages.append(new.call(row)?)?;
         }
@@ -1026,27 +1069,51 @@ impl Expander {
 
 type SavedTree<'py> = (Bound<'py, PyArray2<i64>>, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray2<i64>>, Vec<Vec<String>>);
 
+/// A document's id and text and a section's heading path, held apart from the lock.
+type DocRefs = (Py<PyString>, Py<PyString>, Py<pyo3::types::PyTuple>);
+
+impl Docs {
+    /// The id and text of the document in `slot` and the heading path of its `section`.
+    fn refs(&self, py: Python<'_>, slot: u32, section: u32) -> PyResult<DocRefs> {
+        let doc = self.py_docs.get(slot as usize).and_then(Option::as_ref);
+        let doc = doc.ok_or_else(|| PyValueError::new_err(format!("no document in slot {slot}")))?;
+        Ok((doc.id.clone_ref(py), doc.text.clone_ref(py), doc.headings[section as usize].clone_ref(py)))
+    }
+}
+
 impl Expander {
-    fn py_doc(&self, slot: u32) -> PyResult<&PyDoc> {
-        self.py_docs.get(slot as usize).and_then(Option::as_ref).ok_or_else(|| PyValueError::new_err(format!("no document in slot {slot}")))
+    /// The documents, to read (see [`take_lock`]).
+    fn read(&self, py: Python<'_>) -> RwLockReadGuard<'_, Docs> {
+        take_lock(py, &self.docs, RwLock::try_read, |lock| lock.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The documents, to change (see [`take_lock`]).
+    fn write(&self, py: Python<'_>) -> RwLockWriteGuard<'_, Docs> {
+        take_lock(py, &self.docs, RwLock::try_write, |lock| lock.write().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Stores documents with their labels and Python ids and texts; returns their slots.
     fn add(
-        &mut self,
+        &self,
         py: Python<'_>,
         docs: Vec<expand::Doc>,
         labels: &[Vec<u64>],
         doc_ids: Vec<Bound<'_, PyString>>,
         texts: Vec<Bound<'_, PyString>>,
     ) -> PyResult<Vec<usize>> {
-        let mut slots = vec![];
-        for (i, ((doc, l), (id, text))) in docs.into_iter().zip(labels).zip(doc_ids.into_iter().zip(texts)).enumerate() {
+        // the Python objects are made before the lock is taken
+        let mut py_docs = Vec::with_capacity(docs.len());
+        for ((doc, id), text) in docs.iter().zip(doc_ids).zip(texts) {
             let headings =
                 doc.headings().iter().map(|h| pyo3::types::PyTuple::new(py, h).map(Bound::unbind)).collect::<PyResult<Vec<_>>>()?;
-            let slot = self.store.add(doc, l).map_err(|e| PyValueError::new_err(format!("document {i}: {e}")))?;
-            debug_assert_eq!(slot, self.py_docs.len());
-            self.py_docs.push(Some(PyDoc { id: id.unbind(), text: text.unbind(), headings }));
+            py_docs.push(PyDoc { id: id.unbind(), text: text.unbind(), headings });
+        }
+        let mut held = self.write(py);
+        let mut slots = vec![];
+        for (i, ((doc, l), py_doc)) in docs.into_iter().zip(labels).zip(py_docs).enumerate() {
+            let slot = held.store.add(doc, l).map_err(|e| PyValueError::new_err(format!("document {i}: {e}")))?;
+            debug_assert_eq!(slot, held.py_docs.len());
+            held.py_docs.push(Some(py_doc));
             slots.push(slot);
         }
         Ok(slots)

@@ -88,6 +88,43 @@ def test_readers_see_one_version_while_writers_add_and_delete(encoder):
     assert seen["without"] and sum(seen.values()) > 30
 
 
+def test_expansion_takes_no_index_lock_and_stays_whole_while_writers_change_the_store(encoder):
+    """``Index.expand`` takes no lock of the index, only the expander's own: four threads
+    expand the same hits while a fifth adds and deletes a document 30 times (the store
+    changing under them); every payload is the one expanded alone."""
+    index = Index.build(BASE, encoder)
+    hits = [h for q in QUESTIONS for h in index.search(q, k=6)]
+    expected = index.expand(hits, window=1, budget_tokens=80)
+    errors: list[str] = []
+    expanded = [0]
+    stop = threading.Event()
+
+    def expander() -> None:
+        while not stop.is_set():
+            try:
+                got = index.expand(hits, window=1, budget_tokens=80)
+            except Exception as exc:  # noqa: BLE001 - any crash is a failure
+                errors.append(f"{type(exc).__name__}: {exc}")
+                return
+            if got != expected:
+                errors.append(f"a payload that differs: {got}")
+            expanded[0] += 1
+
+    threads = [threading.Thread(target=expander) for _ in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(30):
+            index.add([EXTRA])
+            index.delete(EXTRA["id"])
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(120)
+    assert not errors, errors[:3]
+    assert expanded[0] > 30
+
+
 def test_two_builds_are_identical(encoder, tmp_path: Path):
     """Each HNSW graph filled by one thread in label order (the graphs in parallel):
     the same documents give the same graphs (byte for byte) and the same hits."""

@@ -149,7 +149,8 @@ class DocTree:
 
 class Expander:
     """An index's documents (their trees, for expansion) and its leaf labels; owns each
-    document's id, text and heading paths."""
+    document's id, text and heading paths. Safe to share between threads: the documents
+    sit behind its own readers-writer lock, waited for with the GIL released."""
     def __init__(self, tokenizer: Tokenizer) -> None: ...
     def build(
         self,

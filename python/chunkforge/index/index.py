@@ -525,7 +525,6 @@ class Index:
 
     # -- expansion ---------------------------------------------------------
 
-    @reads
     def expand(
         self,
         hits: Sequence[Hit],
@@ -556,7 +555,9 @@ class Index:
         skips it, ``"stop"`` stops there, ``trim=True`` cuts it to whole sentences
         around its best hit and stops. So the best hit is sent whenever its own
         expansion fits the budget. Hits left out are in ``dropped``. ``order="document"`` groups passages by document (documents by
-        their best passage) in text order.
+        their best passage) in text order. It takes no lock of the index: the
+        expander's own keeps its documents whole while it reads them, so expanding
+        never waits for a whole :meth:`add` (only for its microseconds in the expander).
 
         >>> payload = index.expand(index.search("install"), window=2, budget_tokens=500)  # doctest: +SKIP
         >>> print(payload.render())  # doctest: +SKIP
