@@ -1,9 +1,8 @@
 """Where expansion's p99 comes from: 50 hits -> payload (``budget_tokens=1000``) on an index of
 ~100k leaves (``expand_bench.py``'s structure and hits, made just before each call as
-``Index.query`` makes them), timed three ways in turns, rounds of 100 queries:
+``Index.query`` makes them), timed two ways in turns, rounds of 100 queries:
 
-- ``Index.expand``: the public call (its read lock, its checks, the native call, ``Payload``);
-- ``read lock + native``: the read lock around the native call alone;
+- ``Index.expand``: the public call (its checks, the native call, ``Payload``);
 - ``native``: ``Expander.expand`` alone.
 
 Then, for ``Index.expand``, what its slowest 2% of calls have in common: minor page faults
@@ -41,21 +40,13 @@ def main() -> None:
     gc.collect()
     gc.freeze()
     made = fresh(index)
-    native, lock = index._expander, index._lock
+    native = index._expander
 
     def native_call(hits: list) -> object:
         return native.expand(hits, Hit, Passage, None, None, False, None, 1000, "score", "skip", False)
 
-    def locked_call(hits: list) -> object:
-        outer = lock.acquire_read()
-        try:
-            return native_call(hits)
-        finally:
-            lock.release_read(outer)
-
     calls = {
         "Index.expand": lambda hits: index.expand(hits, budget_tokens=1000),
-        "read lock + native": locked_call,
         "native": native_call,
     }
     wall: dict[str, list[float]] = {name: [] for name in calls}

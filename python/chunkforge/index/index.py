@@ -557,7 +557,7 @@ class Index:
         expansion fits the budget. Hits left out are in ``dropped``. ``order="document"`` groups passages by document (documents by
         their best passage) in text order. It takes no lock of the index: the
         expander's own keeps its documents whole while it reads them, so expanding
-        never waits for a whole :meth:`add` (only for its microseconds in the expander).
+        waits for a writer's part in the expander only, not for its graph updates.
 
         >>> payload = index.expand(index.search("install"), window=2, budget_tokens=500)  # doctest: +SKIP
         >>> print(payload.render())  # doctest: +SKIP
