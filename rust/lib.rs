@@ -15,9 +15,10 @@ macro_rules! modules {
 modules!(encode, expand, metrics, late, pretokenize, segment, sizer, slots, spans, structure, split, tokenizer, tree);
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use numpy::{IntoPyArray, PyArray1, PyArray2};
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use pyo3::exceptions::{PyIOError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyIterator, PyString};
@@ -660,9 +661,10 @@ fn span_overlaps<'py>(
 /// heading paths as tuples, so that payloads share them.
 ///
 /// Safe to share between threads: its documents sit behind a readers-writer lock
-/// (many readers, or one writer; a waiting writer holds back new readers), taken
-/// for the Rust work of one call only, never while Python code may run, and waited
-/// for with the GIL released. So `expand` needs no lock of the caller's.
+/// (parking_lot's: many readers, or one writer; a waiting writer holds back new
+/// readers, so a stream of expansions cannot starve it), taken for the Rust work of
+/// one call only, never while Python code may run, and waited for with the GIL
+/// released. So `expand` needs no lock of the caller's.
 #[pyclass(module = "chunkforge._native", frozen)]
 struct Expander {
     tk: Arc<tokenizer::Tokenizer>,
@@ -681,24 +683,6 @@ struct PyDoc {
     id: Py<PyString>,
     text: Py<PyString>,
     headings: Vec<Py<pyo3::types::PyTuple>>,
-}
-
-/// Takes `lock` with `take` (a `try_read` or `try_write`): at once when it is free, else
-/// waiting for it with `wait` (a `read` or `write`) and the GIL released, so that the
-/// holder can finish its call. A lock poisoned by a panic is taken as it is.
-fn take_lock<'a, G, W>(
-    py: Python<'_>,
-    lock: &'a RwLock<Docs>,
-    take: impl Fn(&'a RwLock<Docs>) -> Result<G, TryLockError<G>>,
-    wait: impl Fn(&'a RwLock<Docs>) -> W + Send + Sync,
-) -> G {
-    loop {
-        match take(lock) {
-            Ok(guard) => return guard,
-            Err(TryLockError::Poisoned(e)) => return e.into_inner(),
-            Err(TryLockError::WouldBlock) => py.detach(|| drop(wait(lock))),
-        }
-    }
 }
 
 /// A document cut into its tree by `Expander.build`, not yet in the index:
@@ -1082,14 +1066,15 @@ impl Docs {
 }
 
 impl Expander {
-    /// The documents, to read (see [`take_lock`]).
+    /// The documents, to read: at once when no writer holds or awaits them, else
+    /// waited for with the GIL released, so that the writer can finish its call.
     fn read(&self, py: Python<'_>) -> RwLockReadGuard<'_, Docs> {
-        take_lock(py, &self.docs, RwLock::try_read, |lock| lock.read().unwrap_or_else(PoisonError::into_inner))
+        self.docs.try_read().unwrap_or_else(|| py.detach(|| self.docs.read()))
     }
 
-    /// The documents, to change (see [`take_lock`]).
+    /// The documents, to change: as [`Self::read`], once no one else holds them.
     fn write(&self, py: Python<'_>) -> RwLockWriteGuard<'_, Docs> {
-        take_lock(py, &self.docs, RwLock::try_write, |lock| lock.write().unwrap_or_else(PoisonError::into_inner))
+        self.docs.try_write().unwrap_or_else(|| py.detach(|| self.docs.write()))
     }
 
     /// Stores documents with their labels and Python ids and texts; returns their slots.
