@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,22 @@ def answer(index: Index, question: str) -> tuple:
     )
 
 
+def while_writing(index: Index, work: Callable[[], None], stop: threading.Event) -> None:
+    """Runs ``work`` in four threads while this one adds and deletes ``EXTRA`` 30 times,
+    then sets ``stop`` (which ``work`` watches) and joins them."""
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(30):
+            index.add([EXTRA])
+            index.delete(EXTRA["id"])
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(120)
+
+
 def test_readers_see_one_version_while_writers_add_and_delete(encoder):
     """Queries from four threads while a fifth adds and deletes a document 30 times:
     every answer (hits and payload) is the answer of the index without it or with it."""
@@ -73,17 +90,7 @@ def test_readers_see_one_version_while_writers_add_and_delete(encoder):
                 else:
                     errors.append(f"{q!r}: an answer of no version of the index: {got}")
 
-    readers = [threading.Thread(target=reader) for _ in range(4)]
-    for t in readers:
-        t.start()
-    try:
-        for _ in range(30):
-            index.add([EXTRA])
-            index.delete(EXTRA["id"])
-    finally:
-        stop.set()
-        for t in readers:
-            t.join(120)
+    while_writing(index, reader, stop)
     assert not errors, errors[:3]
     assert seen["without"] and sum(seen.values()) > 30
 
@@ -110,17 +117,7 @@ def test_expansion_takes_no_index_lock_and_stays_whole_while_writers_change_the_
                 errors.append(f"a payload that differs: {got}")
             expanded[0] += 1
 
-    threads = [threading.Thread(target=expander) for _ in range(4)]
-    for t in threads:
-        t.start()
-    try:
-        for _ in range(30):
-            index.add([EXTRA])
-            index.delete(EXTRA["id"])
-    finally:
-        stop.set()
-        for t in threads:
-            t.join(120)
+    while_writing(index, expander, stop)
     assert not errors, errors[:3]
     assert expanded[0] > 30
 
