@@ -387,7 +387,7 @@ impl Unit {
     /// Its document (read only where what the unit carries does not answer:
     /// on a large index the document is out of the caches).
     fn doc<'s>(&self, store: &'s Store) -> &'s Doc {
-        store.docs[self.doc as usize].as_ref().unwrap()
+        store.doc_of(self.doc)
     }
 
     /// True when a span ending at `x` (before `start`) touches the unit: only
@@ -525,6 +525,11 @@ impl Store {
         self.docs.get(slot).and_then(Option::as_ref)
     }
 
+    /// The document in `slot`, which a unit's or a passage's slot always holds.
+    fn doc_of(&self, slot: u32) -> &Doc {
+        self.docs[slot as usize].as_ref().unwrap()
+    }
+
     /// `(slot, start, end, section)` of the leaf with `label`, None for a free label.
     pub fn leaf(&self, label: u64) -> Option<(u32, u32, u32, u32)> {
         self.labels.get(label as usize).filter(|r| r.slot != NONE).map(|r| (r.slot, r.start, r.end, r.section))
@@ -624,7 +629,7 @@ impl Store {
     }
 
     fn node_unit(&self, doc: u32, node: u32, score: f64, hits: HitIds) -> Unit {
-        let d = self.docs[doc as usize].as_ref().unwrap();
+        let d = self.doc_of(doc);
         let n = &d.nodes[node as usize];
         Unit { doc, node, parent: n.parent, sentences: None, start: n.start, end: n.end, edges: n.edges, tokens: n.tokens, margins: None, score, section: n.section, hits }
     }
@@ -680,7 +685,7 @@ impl Store {
             return;
         };
         let (lo, hi) = (s.a.saturating_sub(w).max(s.lo), s.b.saturating_add(w).min(s.hi));
-        let sentences = &self.docs[u.doc as usize].as_ref().unwrap().sentences;
+        let sentences = &self.doc_of(u.doc).sentences;
         let (first, last) = (&sentences[lo as usize], &sentences[hi as usize - 1]);
         if first.start < u.start {
             (u.start, u.edges.0) = (first.start, first.edges.0);
@@ -698,7 +703,7 @@ impl Store {
         let Some(s) = u.sentences.filter(|s| s.a < s.b) else {
             return;
         };
-        let doc = self.docs[u.doc as usize].as_ref().unwrap();
+        let doc = self.doc_of(u.doc);
         let sentences = &doc.sentences;
         let mut sz = doc.sizer(tk, cache);
         let (mut lo, mut hi) = (s.a, s.b);
@@ -773,7 +778,7 @@ impl Store {
     /// when both are clean (the document is not read), else counted.
     fn span_tokens(&self, doc: u32, s: u32, e: u32, edges: (Edge, Edge), tk: &Tokenizer, cache: &mut WordCache) -> u32 {
         Edge::between(edges.0, edges.1).unwrap_or_else(|| {
-            let doc = self.docs[doc as usize].as_ref().unwrap();
+            let doc = self.doc_of(doc);
             span_count(doc, &mut doc.sizer(tk, cache), s, e, edges)
         })
     }
@@ -976,7 +981,7 @@ impl Store {
     /// `room` tokens, keeping only the hits whose leaves stay inside; false
     /// when not even the best hit's sentences fit.
     fn trim(&self, passage: &mut Passage, hits: &[(u64, f64)], room: usize, tk: &Tokenizer, cache: &mut WordCache) -> bool {
-        let doc = self.docs[passage.doc as usize].as_ref().unwrap();
+        let doc = self.doc_of(passage.doc);
         let leaf_span = |h: u32| self.leaf_span(hits, h);
         let best = *passage.hits.iter().max_by(|&&a, &&b| hits[a as usize].1.total_cmp(&hits[b as usize].1)).unwrap();
         let (mut s, mut e) = leaf_span(best);

@@ -96,15 +96,18 @@ impl<'a> Sizer<'a> {
 
     /// The edge of a span starting at byte `s` (see [`Edge`]).
     pub fn start_edge(&self, s: usize) -> Edge {
-        let word = Self::words_before(self.doc, s);
-        let clean = self.doc.exact_words && !self.cuts_added(s) && !self.straddles(word as usize, s);
-        Edge { word, cum: if clean { self.doc.cum[word as usize] } else { NONE } }
+        self.edge(s, true)
     }
 
     /// The edge of a span ending at byte `e` (see [`Edge`]).
     pub fn end_edge(&self, e: usize) -> Edge {
-        let word = Self::words_before(self.doc, e);
-        let clean = self.doc.exact_words && !self.cuts_added(e) && !self.trailing_whitespace(e) && !self.straddles(word as usize, e);
+        self.edge(e, !self.trailing_whitespace(e))
+    }
+
+    /// The edge at byte `x`, clean when `clean` and nothing straddles it.
+    fn edge(&self, x: usize, clean: bool) -> Edge {
+        let word = Self::words_before(self.doc, x);
+        let clean = clean && self.doc.exact_words && !self.cuts_added(x) && !self.straddles(word as usize, x);
         Edge { word, cum: if clean { self.doc.cum[word as usize] } else { NONE } }
     }
 
