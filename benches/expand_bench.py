@@ -171,8 +171,7 @@ def fresh(index: Index) -> Callable[[list], list]:
     """Hits made anew, as :meth:`Index.search` makes them just before ``Index.query``
     expands them (the held hits of the other variants are out of the caches on a large
     index: reading their labels and scores is then a cache miss or more per hit)."""
-    level = len(index.parent_tokens) + 1
-    return lambda hits: index._expander.hits([h.leaf for h in hits], [h.score for h in hits], type(hits[0]), level)
+    return lambda hits: index._hits([h.leaf for h in hits], [h.score for h in hits])
 
 
 def other(args: argparse.Namespace) -> None:

@@ -24,7 +24,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from chunkforge.index import Hit, Passage
 from expand_bench import fresh, queries, structure_index
 
 
@@ -43,7 +42,7 @@ def main() -> None:
     native = index._expander
 
     def native_call(hits: list) -> object:
-        return native.expand(hits, Hit, Passage, None, None, False, None, 1000, "score", "skip", False)
+        return native.expand(hits, None, None, False, None, 1000, "score", "skip", False)
 
     calls = {
         "Index.expand": lambda hits: index.expand(hits, budget_tokens=1000),

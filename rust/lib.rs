@@ -21,7 +21,7 @@ use numpy::{IntoPyArray, PyArray1, PyArray2};
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use pyo3::exceptions::{PyIOError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyIterator, PyString};
+use pyo3::types::{PyIterator, PyString, PyType};
 use rayon::prelude::*;
 
 use segment::Level;
@@ -669,6 +669,29 @@ fn span_overlaps<'py>(
 struct Expander {
     tk: Arc<tokenizer::Tokenizer>,
     docs: RwLock<Docs>,
+    types: Types,
+}
+
+/// The Python types an expander makes, checked once: hits (a frozen, slotted
+/// dataclass whose `__slots__` are, in order, `(doc_id, start, end, score, text,
+/// heading_path, id, leaf)`), passages and payloads (named tuples).
+struct Types {
+    hit: Py<PyType>,
+    hit_fields: Vec<Py<PyString>>,
+    passage: slots::TupleType,
+    payload: slots::TupleType,
+}
+
+impl Types {
+    fn check(hit: &Bound<'_, PyType>, passage: &Bound<'_, PyType>, payload: &Bound<'_, PyType>) -> PyResult<Self> {
+        let py = hit.py();
+        let hit_fields: Vec<Py<PyString>> = hit.getattr(pyo3::intern!(py, "__slots__"))?.extract()?;
+        if hit_fields.len() != 8 {
+            return Err(PyTypeError::new_err(format!("{} must have the 8 fields of a hit, not {}", hit.name()?, hit_fields.len())));
+        }
+        let (passage, payload) = (slots::TupleType::check(passage)?, slots::TupleType::check(payload)?);
+        Ok(Types { hit: hit.clone().unbind(), hit_fields, passage, payload })
+    }
 }
 
 /// An expander's documents.
@@ -775,9 +798,17 @@ fn expand_params(
 
 #[pymethods]
 impl Expander {
+    /// An empty expander whose hits are `hit_type` objects, passages `passage_type` and
+    /// payloads `payload_type` (see [`Types`]).
     #[new]
-    fn new(tokenizer: &Tokenizer) -> Self {
-        Expander { tk: tokenizer.inner.clone(), docs: RwLock::default() }
+    fn new(
+        tokenizer: &Tokenizer,
+        hit_type: &Bound<'_, PyType>,
+        passage_type: &Bound<'_, PyType>,
+        payload_type: &Bound<'_, PyType>,
+    ) -> PyResult<Self> {
+        let types = Types::check(hit_type, passage_type, payload_type)?;
+        Ok(Expander { tk: tokenizer.inner.clone(), docs: RwLock::default(), types })
     }
 
     /// Cuts documents into trees (in parallel, the GIL released), each tokenized
@@ -908,29 +939,18 @@ impl Expander {
         Ok(())
     }
 
-    /// The hits of leaves `labels` with `scores`: `hit_type` objects (a frozen, slotted
-    /// dataclass whose fields are, in order, `(doc_id, start, end, score, text,
-    /// heading_path, id, leaf)`), their ids those of tree `level`. Built as the
-    /// dataclass's `__init__` would (`object.__new__`, then `object.__setattr__` of each
-    /// field named by its `__slots__`), without its Python frame.
-    fn hits<'py>(
-        &self,
-        py: Python<'py>,
-        labels: Vec<u64>,
-        scores: Vec<f64>,
-        hit_type: &Bound<'py, pyo3::types::PyType>,
-        level: u64,
-    ) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+    /// The hits of leaves `labels` with `scores`, their ids those of tree `level`. Built
+    /// as the hit dataclass's `__init__` would (`object.__new__`, then
+    /// `object.__setattr__` of each field named by its `__slots__`), without its Python frame.
+    fn hits<'py>(&self, py: Python<'py>, labels: Vec<u64>, scores: Vec<f64>, level: u64) -> PyResult<Bound<'py, pyo3::types::PyList>> {
         use pyo3::intern;
         if labels.len() != scores.len() {
             return Err(PyValueError::new_err("labels and scores must have the same length"));
         }
         let new = py.get_type::<PyAny>().getattr(intern!(py, "__new__"))?;
-        let names: Vec<Bound<'py, PyString>> = hit_type.getattr(intern!(py, "__slots__"))?.extract()?;
-        if names.len() != 8 {
-            return Err(PyTypeError::new_err(format!("{} must have the 8 fields of a hit, not {}", hit_type.name()?, names.len())));
-        }
-        let fields: Vec<slots::Field<'py>> = names.into_iter().map(|name| slots::Field::of(hit_type, name)).collect();
+        let hit_type = self.types.hit.bind(py);
+        let fields: Vec<slots::Field<'py>> =
+            self.types.hit_fields.iter().map(|name| slots::Field::of(hit_type, name.bind(py).clone())).collect();
         let leaves: Vec<((u32, u32), DocRefs)> = {
             let docs = self.read(py);
             labels
@@ -986,18 +1006,16 @@ impl Expander {
         Ok((node_array(py, &nodes), leaves.into_pyarray(py), sents, headings))
     }
 
-    /// Expands hits (objects with a `leaf` label and a `score`, mostly of `hit_type`) into
-    /// passages of the `passage_type` (a named tuple `(doc_id, start, end, token_count,
-    /// score, heading_path, hits, document)`, whose `hits` are the hits it covers).
-    /// Returns `(passages, dropped hits)`.
-    #[pyo3(signature = (hits, hit_type, passage_type, window=None, window_tokens=None, parent=false, auto_merge=None, budget_tokens=None, order="score", pack="skip", trim=false))]
+    /// Expands hits (an iterable of objects with a `leaf` label and a `score`, mostly of
+    /// the hit type) into passages (named tuples `(doc_id, start, end, token_count,
+    /// score, heading_path, hits, document)`, whose `hits` are the hits they cover).
+    /// Returns a payload (a named tuple): `(passages, dropped hits)`.
+    #[pyo3(signature = (hits, window=None, window_tokens=None, parent=false, auto_merge=None, budget_tokens=None, order="score", pack="skip", trim=false))]
     #[allow(clippy::too_many_arguments)]
     fn expand<'py>(
         &self,
         py: Python<'py>,
-        hits: &Bound<'py, pyo3::types::PyList>,
-        hit_type: &Bound<'py, pyo3::types::PyType>,
-        passage_type: &Bound<'py, pyo3::types::PyType>,
+        hits: &Bound<'py, PyAny>,
         window: Option<u32>,
         window_tokens: Option<u32>,
         parent: bool,
@@ -1006,13 +1024,17 @@ impl Expander {
         order: &str,
         pack: &str,
         trim: bool,
-    ) -> PyResult<(Bound<'py, pyo3::types::PyList>, Bound<'py, pyo3::types::PyList>)> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         use pyo3::intern;
         use pyo3::types::{PyList, PyTuple};
         let params = expand_params(window, window_tokens, parent, auto_merge, budget_tokens, order, pack, trim)?;
+        let hit_type = self.types.hit.bind(py);
         let (leaf, score) =
             (slots::Field::of(hit_type, intern!(py, "leaf").clone()), slots::Field::of(hit_type, intern!(py, "score").clone()));
-        let hits: Vec<Bound<'py, PyAny>> = hits.iter().collect();
+        let hits: Vec<Bound<'py, PyAny>> = match hits.downcast::<PyList>() {
+            Ok(list) => list.iter().collect(),
+            Err(_) => hits.try_iter()?.collect::<PyResult<_>>()?,
+        };
         let pairs: Vec<(u64, f64)> = hits
             .iter()
             .enumerate()
@@ -1030,7 +1052,8 @@ impl Expander {
             let refs: Vec<DocRefs> = payload.passages.iter().map(|p| docs.refs(py, p.doc, p.section)).collect::<PyResult<_>>()?;
             (payload, refs)
         };
-        let mut new = slots::TupleNew::of(passage_type)?;
+        let (mut new_passage, mut new_payload) =
+            (slots::TupleNew::of(&self.types.passage, py)?, slots::TupleNew::of(&self.types.payload, py)?);
         let passages = PyList::empty(py);
         for (p, (doc_id, text, heading)) in payload.passages.into_iter().zip(refs) {
             let covered = PyTuple::new(py, p.hits.iter().map(|&i| &hits[i as usize]))?;
@@ -1044,10 +1067,10 @@ impl Expander {
                 covered.into_any(),
                 text.into_bound(py).into_any(),
             ];
-            passages.append(new.call(row)?)?;
+            passages.append(new_passage.call(row)?)?;
         }
         let dropped = PyList::new(py, payload.dropped.iter().map(|&i| &hits[i as usize]))?;
-        Ok((passages, dropped))
+        new_payload.call([passages.into_any(), dropped.into_any()])
     }
 }
 

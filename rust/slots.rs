@@ -81,19 +81,11 @@ impl<'py> Field<'py> {
     }
 }
 
-/// `tuple.__new__(cls, row)` for one subclass `cls` of tuple (a named tuple): tuple's own
-/// `tp_new`, which `tuple.__new__` calls after copying its arguments into a new tuple
-/// and checking `cls`. Not a hand-made allocation: `tp_new` also sets what the running
-/// Python caches in a tuple (3.14's hash). The arguments `(row,)` are one pair of
-/// tuples, refilled in place while nothing else refers to them.
-pub struct TupleNew<'py> {
-    cls: &'py Bound<'py, PyType>,
-    new: ffi::newfunc,
-    args: Bound<'py, PyTuple>,
-}
+/// A subclass of tuple (a named tuple) that `tuple.__new__` is safe for, checked once.
+pub struct TupleType(Py<PyType>);
 
-impl<'py> TupleNew<'py> {
-    pub fn of(cls: &'py Bound<'py, PyType>) -> PyResult<Self> {
+impl TupleType {
+    pub fn check(cls: &Bound<'_, PyType>) -> PyResult<Self> {
         let py = cls.py();
         if !cls.is_subclass_of::<PyTuple>()? {
             return Err(PyTypeError::new_err(format!("{} is not a subclass of tuple", cls.name()?)));
@@ -101,11 +93,28 @@ impl<'py> TupleNew<'py> {
         // `tuple.__new__` itself refuses a class it is not safe for (one with a C base of
         // its own, as a struct sequence): asked once for an empty instance, it checks `cls`
         py.get_type::<PyTuple>().call_method1(pyo3::intern!(py, "__new__"), (cls, PyTuple::empty(py)))?;
+        Ok(TupleType(cls.clone().unbind()))
+    }
+}
+
+/// `tuple.__new__(cls, row)` for one checked [`TupleType`] `cls`: tuple's own `tp_new`,
+/// which `tuple.__new__` calls after copying its arguments into a new tuple and
+/// checking `cls`. Not a hand-made allocation: `tp_new` also sets what the running
+/// Python caches in a tuple (3.14's hash). The arguments `(row,)` are one pair of
+/// tuples, refilled in place while nothing else refers to them.
+pub struct TupleNew<'py> {
+    cls: Bound<'py, PyType>,
+    new: ffi::newfunc,
+    args: Bound<'py, PyTuple>,
+}
+
+impl<'py> TupleNew<'py> {
+    pub fn of(cls: &TupleType, py: Python<'py>) -> PyResult<Self> {
         let new = type_slot(std::ptr::addr_of_mut!(ffi::PyTuple_Type), ffi::Py_tp_new)
             .ok_or_else(|| PyTypeError::new_err("tuple has no tp_new"))?;
         // SAFETY: the Py_tp_new slot holds a newfunc
         let new = unsafe { std::mem::transmute::<*mut c_void, ffi::newfunc>(new) };
-        Ok(TupleNew { cls, new, args: PyTuple::new(py, [PyTuple::empty(py)])? })
+        Ok(TupleNew { cls: cls.0.bind(py).clone(), new, args: PyTuple::new(py, [PyTuple::empty(py)])? })
     }
 
     /// A `cls` holding `items`.
@@ -123,7 +132,7 @@ impl<'py> TupleNew<'py> {
         } else {
             self.args = PyTuple::new(py, [PyTuple::new(py, items)?])?;
         }
-        // SAFETY: tuple's tp_new with a subtype of tuple (checked in `of`), a tuple of arguments
+        // SAFETY: tuple's tp_new with a subtype of tuple (checked by `TupleType::check`), a tuple of arguments
         // and no keywords, as `tuple.__new__(cls, row)` calls it; it returns a new reference or NULL
         unsafe { Bound::from_owned_ptr_or_err(py, (self.new)(self.cls.as_type_ptr(), self.args.as_ptr(), std::ptr::null_mut())) }
     }

@@ -21,9 +21,10 @@ from hypothesis import strategies as st
 pytest.importorskip("hnswlib")
 pytest.importorskip("bm25s")
 
+from chunkforge import _native  # noqa: E402
 from chunkforge.chunkers import node_id  # noqa: E402
 from chunkforge.cli import main  # noqa: E402
-from chunkforge.index import CorruptIndexError, Hit, Index, Passage  # noqa: E402
+from chunkforge.index import CorruptIndexError, Hit, Index, Passage, Payload  # noqa: E402
 
 from conftest import DATA, corpus  # noqa: E402
 
@@ -513,15 +514,17 @@ def test_hits_are_the_dataclass_hit_makes(index):
         start: int
 
     with pytest.raises(TypeError, match="Short must have the 8 fields of a hit, not 2"):
-        index._expander.hits([hits[0].leaf], [1.0], Short, level)
+        _native.Expander(index.tokenizer._native, Short, Passage, Payload)
 
 
 def test_passages_are_the_named_tuples_passage_makes(index):
-    """Passages are made natively through tuple's own constructor: each equals, hashes
-    and prints as the ``Passage(...)`` of its fields; a type that is not a tuple is refused."""
+    """Passages and the payload are made natively through tuple's own constructor: each
+    equals, hashes and prints as the ``Passage(...)`` of its fields; hits may come in any
+    iterable; a type that is not a tuple is refused."""
     hits = index.search("unicode identifier tables", k=20)
     payload = index.expand(hits, budget_tokens=300)
-    assert payload.passages
+    assert type(payload) is Payload and payload.passages and payload == Payload(*tuple(payload))
+    assert index.expand(iter(hits), budget_tokens=300) == index.expand(tuple(hits), budget_tokens=300) == payload
     for p in payload.passages:
         made = Passage(*tuple(p))
         assert type(p) is Passage and p == made and hash(p) == hash(made) and repr(p) == repr(made)
@@ -531,9 +534,11 @@ def test_passages_are_the_named_tuples_passage_makes(index):
         pass
 
     with pytest.raises(TypeError, match="NotATuple is not a subclass of tuple"):
-        index._expander.expand(hits, Hit, NotATuple, budget_tokens=300)
+        _native.Expander(index.tokenizer._native, Hit, NotATuple, Payload)
+    with pytest.raises(TypeError, match="NotATuple is not a subclass of tuple"):
+        _native.Expander(index.tokenizer._native, Hit, Passage, NotATuple)
     with pytest.raises(TypeError, match=r"tuple.__new__\(os.stat_result\) is not safe"):
-        index._expander.expand(hits, Hit, os.stat_result, budget_tokens=300)
+        _native.Expander(index.tokenizer._native, Hit, os.stat_result, Payload)
 
 
 def test_hybrid_scores_zero_when_no_candidate_scores_positive(index, monkeypatch):

@@ -7,13 +7,14 @@ means all cores (:func:`max_threads`); the GIL is released around native work.
 """
 
 from collections.abc import Iterable, Sequence
-from typing import Literal, TypeVar
+from typing import Generic, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 _T = TypeVar("_T")
 _P = TypeVar("_P")
+_Q = TypeVar("_Q")
 Strategy = Literal["token", "recursive", "sentence", "markdown", "rst", "asciidoc"]
 """How a :class:`Chunker` cuts (``markdown``, ``rst`` and ``asciidoc`` follow the document's structure)."""
 Syntax = Literal["markdown", "rst", "asciidoc"]
@@ -147,11 +148,16 @@ class DocTree:
     def leaf_token_ids(self) -> tuple[_Ids, _Ints]:
         """``(ids, bounds)``: leaf ``i``'s token ids are ``ids[bounds[i]:bounds[i + 1]]``."""
 
-class Expander:
+class Expander(Generic[_T, _P, _Q]):
     """An index's documents (their trees, for expansion) and its leaf labels; owns each
-    document's id, text and heading paths. Safe to share between threads: the documents
-    sit behind its own readers-writer lock, waited for with the GIL released."""
-    def __init__(self, tokenizer: Tokenizer) -> None: ...
+    document's id, text and heading paths. Makes hits of ``hit_type`` (a frozen, slotted
+    dataclass of the 8 fields ``(doc_id, start, end, score, text, heading_path, id,
+    leaf)``), passages of ``passage_type`` and payloads of ``payload_type`` (named tuples),
+    each type checked once here. Safe to share between threads: the documents sit behind
+    its own readers-writer lock, waited for with the GIL released."""
+    def __init__(
+        self, tokenizer: Tokenizer, hit_type: type[_T], passage_type: type[_P], payload_type: type[_Q]
+    ) -> None: ...
     def build(
         self,
         texts: Sequence[str],
@@ -179,8 +185,8 @@ class Expander:
         returns their slots."""
     def remove(self, slot: int) -> None:
         """Removes the document in ``slot``; its labels become free."""
-    def hits(self, labels: Sequence[int], scores: Sequence[float], hit_type: type[_T], level: int) -> list[_T]:
-        """``hit_type(doc_id, start, end, score, text, heading_path, id, leaf)`` of each label's
+    def hits(self, labels: Sequence[int], scores: Sequence[float], level: int) -> list[_T]:
+        """A hit ``(doc_id, start, end, score, text, heading_path, id, leaf)`` of each label's
         leaf, its ``__slots__`` set with ``object.__setattr__`` (a frozen dataclass), ids of tree ``level``."""
     def leaves_under(self, slot: int, prefix: Sequence[str]) -> list[int]:
         """Leaf indices of a document whose section's heading path starts with ``prefix``."""
@@ -188,9 +194,7 @@ class Expander:
         """``(nodes, leaves, sentences, headings)`` of the document in ``slot``."""
     def expand(
         self,
-        hits: list[_T],
-        hit_type: type[_T],
-        passage_type: type[_P],
+        hits: Iterable[_T],
         window: int | None = None,
         window_tokens: int | None = None,
         parent: bool = False,
@@ -199,7 +203,7 @@ class Expander:
         order: Order = "score",
         pack: Pack = "skip",
         trim: bool = False,
-    ) -> tuple[list[_P], list[_T]]:
-        """Hits (each with a ``leaf`` label and a ``score``, read fastest from ``hit_type``'s own
-        instances) -> ``(passages, dropped hits)``; see
+    ) -> _Q:
+        """Hits (each with a ``leaf`` label and a ``score``, read fastest from the hit type's own
+        instances) -> ``payload_type(passages, dropped hits)``; see
         :meth:`chunkforge.index.Index.expand`."""

@@ -88,13 +88,17 @@ INT_MAX = 2**63 - 1
 
 def check_int(name: str, value: Any, minimum: int, maximum: int = INT_MAX) -> int:
     """``value`` as an int in ``[minimum, maximum]``; errors name the parameter."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if type(value) is int:  # the common case, first: no conversion
+        number: int = value
+    elif isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    if value > maximum:
-        raise ValueError(f"{name} must be <= {maximum}, got {value}")
-    return int(value)
+    else:
+        number = int(value)
+    if number < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {number}")
+    if number > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {number}")
+    return number
 
 
 DEFAULT_MAX_TOKENS = 512

@@ -149,7 +149,7 @@ class Index:
         self._bm25 = BM25()
         self._label_passage = np.zeros(0, np.int64)
         self._passage_labels: dict[int, np.ndarray] = {}
-        self._expander = _native.Expander(self.tokenizer._native)
+        self._expander = _expander(self.tokenizer)
         # readers (search, expand, query, save, ...) see one version: add/delete write alone
         self._lock = RWLock()
 
@@ -475,7 +475,7 @@ class Index:
 
     def _hits(self, labels: Sequence[int], scores: Sequence[float]) -> list[Hit]:
         """Hits of leaves ``labels`` with ``scores`` (made natively: ~1 us a hit)."""
-        return self._expander.hits(labels, scores, Hit, len(self.parent_tokens) + 1)
+        return self._expander.hits(labels, scores, len(self.parent_tokens) + 1)
 
     def _allowed(
         self, doc_id: str | Collection[str] | None, source: str | Collection[str] | None, prefix: Sequence[str] | None
@@ -572,10 +572,8 @@ class Index:
             raise ValueError(f"auto_merge must be a ratio in [0, 1), not {auto_merge!r}")
         if budget_tokens is not None:
             budget_tokens = check_int("budget_tokens", budget_tokens, 0)
-        passages, dropped = self._expander.expand(
-            list(hits),
-            Hit,
-            Passage,
+        return self._expander.expand(
+            hits,
             window,
             window_tokens,
             bool(parent),
@@ -585,7 +583,6 @@ class Index:
             pack,
             bool(trim),
         )
-        return Payload(passages, dropped)
 
     @reads
     def query(self, question: str, k: int = RECOMMENDED["k"], **expansion: Any) -> Payload:
@@ -733,7 +730,7 @@ class Index:
         except (TypeError, ValueError) as exc:
             raise CorruptIndexError(f"corrupt index: {manifest_file}: bad settings ({exc})") from exc
         index.tokenizer = tokenizer
-        index._expander = _native.Expander(tokenizer._native)
+        index._expander = _expander(tokenizer)
         index._dim = manifest["dim"]
         try:
             docs = pq.read_table(folder / "docs.parquet").to_pydict()
@@ -843,3 +840,8 @@ def _passages(nodes: np.ndarray, leaves: np.ndarray) -> tuple[np.ndarray, np.nda
 def _split(ids: np.ndarray, bounds: np.ndarray) -> list[np.ndarray]:
     """``ids[bounds[i]:bounds[i + 1]]`` for each ``i``."""
     return [ids[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+
+
+def _expander(tokenizer: Tokenizer) -> _native.Expander[Hit, Passage, Payload]:
+    """An empty expander on ``tokenizer`` that makes this package's hits, passages and payloads."""
+    return _native.Expander(tokenizer._native, Hit, Passage, Payload)
