@@ -527,7 +527,7 @@ class Index:
 
     def expand(
         self,
-        hits: Sequence[Hit],
+        hits: Iterable[Hit],
         *,
         window: int | None = None,
         parent: bool = False,
