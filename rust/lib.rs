@@ -677,7 +677,11 @@ struct Expander {
 /// heading_path, id, leaf)`), passages and payloads (named tuples).
 struct Types {
     hit: Py<PyType>,
-    hit_fields: Vec<Py<PyString>>,
+    /// The hit's fields, in `__slots__` order.
+    hit_fields: Vec<slots::Field>,
+    /// Its `leaf` and `score`, which `expand` reads.
+    leaf: slots::Field,
+    score: slots::Field,
     passage: slots::TupleType,
     payload: slots::TupleType,
 }
@@ -685,12 +689,15 @@ struct Types {
 impl Types {
     fn check(hit: &Bound<'_, PyType>, passage: &Bound<'_, PyType>, payload: &Bound<'_, PyType>) -> PyResult<Self> {
         let py = hit.py();
-        let hit_fields: Vec<Py<PyString>> = hit.getattr(pyo3::intern!(py, "__slots__"))?.extract()?;
-        if hit_fields.len() != 8 {
-            return Err(PyTypeError::new_err(format!("{} must have the 8 fields of a hit, not {}", hit.name()?, hit_fields.len())));
+        let names: Vec<Bound<'_, PyString>> = hit.getattr(pyo3::intern!(py, "__slots__"))?.extract()?;
+        if names.len() != 8 {
+            return Err(PyTypeError::new_err(format!("{} must have the 8 fields of a hit, not {}", hit.name()?, names.len())));
         }
+        let hit_fields = names.into_iter().map(|name| slots::Field::of(hit, name)).collect();
+        let (leaf, score) =
+            (slots::Field::of(hit, pyo3::intern!(py, "leaf").clone()), slots::Field::of(hit, pyo3::intern!(py, "score").clone()));
         let (passage, payload) = (slots::TupleType::check(passage)?, slots::TupleType::check(payload)?);
-        Ok(Types { hit: hit.clone().unbind(), hit_fields, passage, payload })
+        Ok(Types { hit: hit.clone().unbind(), hit_fields, leaf, score, passage, payload })
     }
 }
 
@@ -948,9 +955,6 @@ impl Expander {
             return Err(PyValueError::new_err("labels and scores must have the same length"));
         }
         let new = py.get_type::<PyAny>().getattr(intern!(py, "__new__"))?;
-        let hit_type = self.types.hit.bind(py);
-        let fields: Vec<slots::Field<'py>> =
-            self.types.hit_fields.iter().map(|name| slots::Field::of(hit_type, name.bind(py).clone())).collect();
         let leaves: Vec<((u32, u32), DocRefs)> = {
             let docs = self.read(py);
             labels
@@ -976,8 +980,8 @@ impl Expander {
                 PyString::new(py, &id).into_any(),
                 label.into_pyobject(py)?.into_any(),
             ];
-            let hit = new.call1((hit_type,))?;
-            for (field, value) in fields.iter().zip(&values) {
+            let hit = new.call1((&self.types.hit,))?;
+            for (field, value) in self.types.hit_fields.iter().zip(&values) {
                 field.write(&hit, value)?;
             }
             out.append(hit)?;
@@ -1025,12 +1029,9 @@ impl Expander {
         pack: &str,
         trim: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        use pyo3::intern;
         use pyo3::types::{PyList, PyTuple};
         let params = expand_params(window, window_tokens, parent, auto_merge, budget_tokens, order, pack, trim)?;
-        let hit_type = self.types.hit.bind(py);
-        let (leaf, score) =
-            (slots::Field::of(hit_type, intern!(py, "leaf").clone()), slots::Field::of(hit_type, intern!(py, "score").clone()));
+        let (leaf, score) = (&self.types.leaf, &self.types.score);
         let hits: Vec<Bound<'py, PyAny>> = match hits.downcast::<PyList>() {
             Ok(list) => list.iter().collect(),
             Err(_) => hits.try_iter()?.collect::<PyResult<_>>()?,

@@ -25,14 +25,15 @@ fn type_slot(t: *mut ffi::PyTypeObject, slot: c_int) -> Option<*mut c_void> {
 /// `obj.name` and `object.__setattr__(obj, name, value)` call for an instance of exactly
 /// that class once they have found the descriptor on the type (that lookup is most of
 /// the cost of a slot's access). Other objects: `getattr` and `object.__setattr__`.
-pub struct Field<'py> {
-    cls: Bound<'py, PyType>,
-    name: Bound<'py, PyString>,
-    descr: Option<(Bound<'py, PyAny>, ffi::descrgetfunc, ffi::descrsetfunc)>,
+pub struct Field {
+    cls: Py<PyType>,
+    name: Py<PyString>,
+    descr: Option<(Py<PyAny>, ffi::descrgetfunc, ffi::descrsetfunc)>,
 }
 
-impl<'py> Field<'py> {
-    pub fn of(cls: &Bound<'py, PyType>, name: Bound<'py, PyString>) -> Self {
+impl Field {
+    /// Attribute `name` of `cls`'s instances, its descriptor looked up once, here.
+    pub fn of(cls: &Bound<'_, PyType>, name: Bound<'_, PyString>) -> Self {
         let descr = cls.getattr(&name).ok().and_then(|d| {
             let kind = d.get_type().as_type_ptr();
             // only a data descriptor (it has __set__ too) comes before an instance's __dict__
@@ -40,20 +41,20 @@ impl<'py> Field<'py> {
             // SAFETY: the Py_tp_descr_get and Py_tp_descr_set slots hold a descrgetfunc and a descrsetfunc
             unsafe {
                 Some((
-                    d,
+                    d.unbind(),
                     std::mem::transmute::<*mut c_void, ffi::descrgetfunc>(get),
                     std::mem::transmute::<*mut c_void, ffi::descrsetfunc>(set),
                 ))
             }
         });
-        Field { cls: cls.clone(), name, descr }
+        Field { cls: cls.clone().unbind(), name: name.unbind(), descr }
     }
 
     /// `object.__setattr__(obj, name, value)` (so a frozen dataclass's own `__setattr__`
     /// is not asked, as its `__init__` does).
-    pub fn write(&self, obj: &Bound<'py, PyAny>, value: &Bound<'py, PyAny>) -> PyResult<()> {
+    pub fn write(&self, obj: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         match &self.descr {
-            Some((descr, _, set)) if obj.get_type().is(&self.cls) => {
+            Some((descr, _, set)) if obj.get_type().is(self.cls.bind(obj.py())) => {
                 // SAFETY: the descriptor's tp_descr_set with the descriptor, an instance and a value,
                 // as object.__setattr__ calls it; it returns 0, or -1 with an exception set
                 if unsafe { set(descr.as_ptr(), obj.as_ptr(), value.as_ptr()) } < 0 {
@@ -69,12 +70,12 @@ impl<'py> Field<'py> {
     }
 
     /// `obj.name`.
-    pub fn read(&self, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    pub fn read<'py>(&self, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         match &self.descr {
-            Some((descr, get, _)) if obj.get_type().is(&self.cls) => {
+            Some((descr, get, _)) if obj.get_type().is(self.cls.bind(obj.py())) => {
                 // SAFETY: the descriptor's tp_descr_get with the descriptor, an instance and its type, as
                 // attribute lookup calls it; it returns a new reference, or NULL with an exception set
-                unsafe { Bound::from_owned_ptr_or_err(obj.py(), get(descr.as_ptr(), obj.as_ptr(), self.cls.as_type_ptr().cast())) }
+                unsafe { Bound::from_owned_ptr_or_err(obj.py(), get(descr.as_ptr(), obj.as_ptr(), self.cls.as_ptr())) }
             }
             _ => obj.getattr(&self.name),
         }
