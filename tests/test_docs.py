@@ -23,6 +23,7 @@ MODULES = [
     "chunkforge.index.bm25",
     "chunkforge.index.graph",
     "chunkforge.index.payload",
+    "chunkforge.index.trees",
     "chunkforge.errors",
     "chunkforge._io",
     "chunkforge._search",

@@ -15,8 +15,8 @@ import pytest
 import chunkforge
 
 PACKAGE = Path(__file__).parents[1] / "python" / "chunkforge"
-# the index owns a native object (its store of document trees)
-INDEX = "chunkforge.index.index"
+# the index's trees module owns a native object (the store of document trees)
+INDEX = "chunkforge.index.trees"
 # known, to be removed with the bulk job's rework: pipeline loads its Ray and LanceDB back ends lazily,
 # and they take its shard builder and readers
 KNOWN_EDGES = {("chunkforge.pipeline", "chunkforge.ray"), ("chunkforge.pipeline", "chunkforge.lance")}

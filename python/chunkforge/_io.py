@@ -207,6 +207,33 @@ def record_metadata(record: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k not in ID_KEYS and k != TEXT_KEY}
 
 
+MANIFEST = "manifest.json"
+"""The bulk job's list of a dataset folder's shards, written last."""
+
+
+def read_manifest(out: str | os.PathLike[str]) -> dict[str, Any]:
+    """The manifest of a dataset folder written by the bulk job (:func:`chunkforge.pipeline.run`)."""
+    path = Path(out) / MANIFEST
+    try:
+        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise InputError(f"{out}: no {MANIFEST} (not a finished chunkforge dataset)") from exc
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: cannot read it ({exc})") from exc
+    if not isinstance(manifest, dict):
+        raise InputError(f"{path}: not a chunkforge manifest")
+    return manifest
+
+
+def text_hash(text: str) -> str:
+    """The bulk job's vector-cache key of a unit's text (with the dataset's model fingerprint): 64 bits, hex.
+
+    >>> text_hash("Hello")
+    '3c5c8a1fdb206886'
+    """
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
 def read_documents(paths: Iterable[str], suffixes: tuple[str, ...] = FOLDER_SUFFIXES) -> Iterator[Doc]:
     """All documents of all inputs, lazily, in order; a record without an id is
     named ``"<path>:<line>"``."""

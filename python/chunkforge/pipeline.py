@@ -64,6 +64,7 @@ from tqdm import tqdm
 from ._io import (
     FOLDER_SUFFIXES,
     ID_KEYS,
+    MANIFEST,
     PARQUET_SUFFIXES,
     STDIN,
     TEXT_KEY,
@@ -73,10 +74,13 @@ from ._io import (
     expand,
     file_sha256,
     is_record_file,
+    read_manifest,
     read_records,
     read_text_file,
     record_doc_id,
+    record_metadata,
     record_text,
+    text_hash,
 )
 from ._options import CODE_SUFFIXES, ChunkerSet, load_encoder
 from .chunkers import node_id
@@ -87,16 +91,21 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from .encoder import Encoder
+    from .index.trees import TreeSettings
 
 FORMAT = "chunkforge.embed-docs/1"
-MANIFEST = "manifest.json"
 SHARDS = "shards"
 SHARD_DOCS = 64
 MAX_SHARD_DOCS = 512
 MAX_SHARD_BYTES = 16 << 20
 STRATEGIES = ("recursive", "token", "sentence", "markdown", "code")
+UNITS = ("chunks", "tree")
+"""What the job writes a row for: a chunk, or a leaf of the document's tree (the index's
+units; the documents' trees beside, see :mod:`chunkforge.index.trees`)."""
 DTYPES = ("float32", "float16")
 PARQUET_SUFFIX = ".parquet"
+TREES_SUFFIX = ".trees.parquet"
+"""With ``units="tree"``, the documents' trees of shard ``<key>.parquet`` are in ``<key>.trees.parquet``."""
 PIPELINE_EXTRA = 'pip install "chunkforge[embed,parquet]"'
 
 
@@ -122,9 +131,26 @@ class JobSpec:
     max_batch_tokens: int | None = None
     threads: int | None = None
     shard_docs: int = SHARD_DOCS
+    units: str = "chunks"
+    leaf_tokens: int = 48
+    parent_tokens: tuple[int, ...] = (256,)
+    structure: str | None = "auto"
+
+    @property
+    def tree(self) -> TreeSettings | None:
+        """With ``units="tree"``, how documents are cut into the index's trees."""
+        if self.units != "tree":
+            return None
+        from .index.trees import TreeSettings
+
+        return TreeSettings(self.leaf_tokens, tuple(self.parent_tokens), self.structure)
 
     def check(self) -> None:
         """Raises InputError naming the first bad parameter."""
+        if self.units not in UNITS:
+            raise InputError(f"units must be one of {', '.join(UNITS)}, not {self.units!r}")
+        if self.tree is not None:
+            self.tree.check()
         if self.strategy not in STRATEGIES:
             raise InputError(f"strategy must be one of {', '.join(STRATEGIES)}, not {self.strategy!r}")
         if self.dtype not in DTYPES:
@@ -155,7 +181,10 @@ class JobSpec:
         )
 
     def chunker_config(self, encoder: Encoder) -> dict[str, Any]:
-        """The chunker settings as recorded in the manifest (``max_tokens`` resolved)."""
+        """The chunker settings as recorded in the manifest (``max_tokens`` resolved; with
+        ``units="tree"``, the trees' settings)."""
+        if self.tree is not None:
+            return {"units": "tree", **self.tree.as_dict(), "tokenizer": "the model's"}
         head, tail = encoder.special_token_counts
         max_tokens = self.max_tokens or encoder.max_length - head - tail
         return {
@@ -222,12 +251,20 @@ class Planned(NamedTuple):
     docs: list[Doc]
     exists: bool
 
+    @staticmethod
+    def exists_in(shard_dir: Path, key: str, spec: JobSpec) -> bool:
+        """Whether the shard of ``key`` is in ``shard_dir`` (with its trees, for ``units="tree"``)."""
+        names = [f"{key}{PARQUET_SUFFIX}", *([f"{key}{TREES_SUFFIX}"] if spec.units == "tree" else [])]
+        return all((shard_dir / name).exists() for name in names)
+
 
 class Chunked(NamedTuple):
-    """A batch chunked and tokenized, ready to embed: its row columns and token ids."""
+    """A batch chunked and tokenized, ready to embed: its row columns and token ids (and with
+    ``units="tree"``, the documents' trees)."""
 
     columns: dict[str, list[Any]]
     token_ids: list[np.ndarray]
+    docs: pa.Table | None = None
 
 
 # ---------------------------------------------------------------- inputs
@@ -265,7 +302,9 @@ def read_inputs(inputs: Sequence[str], spec: JobSpec) -> Iterator[Doc]:
                 if spec.id_column in record:
                     record[ID_KEYS[0]] = record[spec.id_column]
             text = record_text(where, record)
-            yield Doc(str(record_doc_id(where, record, default=where)), text, nbytes or len(text.encode("utf-8")))
+            doc_id = str(record_doc_id(where, record, default=where))
+            metadata = record_metadata(record) if spec.units == "tree" else {}
+            yield Doc(doc_id, text, nbytes or len(text.encode("utf-8")), metadata)
 
 
 def count_docs(inputs: Sequence[str], spec: JobSpec) -> int:
@@ -311,12 +350,9 @@ def batch_key(settings: str, docs: list[Doc]) -> str:
     for doc in docs:
         digest.update(str(doc.doc_id).encode() + b"\0")
         digest.update(hashlib.blake2b(doc.text.encode(), digest_size=16).digest())
+        if doc.metadata:  # units="tree" keeps it with the document
+            digest.update(hashlib.blake2b(json.dumps(doc.metadata, sort_keys=True, default=str).encode()).digest())
     return digest.hexdigest()
-
-
-def text_hash(text: str) -> str:
-    """The vector cache's key of a chunk text (with the dataset's model fingerprint): 64 bits, hex."""
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
 # ---------------------------------------------------------------- model identity
@@ -359,7 +395,7 @@ def tokenizer_json(tokenizer: Tokenizer) -> str | None:
 
 def shard_schema(dim: int, spec: JobSpec, metadata: dict[str, str]) -> pa.Schema:
     """The columns of a shard: doc_id, chunk_id, start, end, token_count, heading_path,
-    (text,) text_hash, vector (fixed-size list of float32 or float16)."""
+    (passage, with ``units="tree"``; text,) text_hash, vector (fixed-size list of float32 or float16)."""
     import pyarrow as pa
 
     fields = [
@@ -370,6 +406,8 @@ def shard_schema(dim: int, spec: JobSpec, metadata: dict[str, str]) -> pa.Schema
         ("token_count", pa.int32()),
         ("heading_path", pa.list_(pa.string())),
     ]
+    if spec.units == "tree":
+        fields.append(("passage", pa.int32()))
     if spec.with_text:
         fields.append(("text", pa.string()))
     fields += [("text_hash", pa.string()), ("vector", pa.list_(getattr(pa, spec.dtype)(), dim))]
@@ -448,16 +486,32 @@ class ShardBuilder:
     ) -> None:
         self.spec = spec
         self.encoder = encoder or spec.encoder()
-        self.chunkers = spec.chunkers(self.encoder)
+        self.chunkers = spec.chunkers(self.encoder) if spec.tree is None else None
         self.shard_dir = Path(out) / SHARDS
         self.vectors = vectors
         self.cache = VectorCache(self.shard_dir, vectors)
         self.schema = shard_schema(self.encoder.dim, spec, {"chunkforge.vectors": vectors})
+        self.tree = spec.tree
+        if self.tree is not None:
+            from .index.trees import scratch_expander
+
+            self.expander = scratch_expander(self.encoder.tokenizer)
 
     def chunk(self, docs: list[Doc]) -> Chunked:
-        """The rows of a batch without their vectors, and each chunk's token ids."""
+        """The rows of a batch without their vectors, and each chunk's token ids (with
+        ``units="tree"``, each leaf's, and the documents' trees)."""
+        if self.tree is not None:
+            from .index.trees import cut
+
+            leaves = cut(self.expander, docs, self.tree, len(self.tree.parent_tokens) + 1, self.spec.threads)
+            if self.spec.with_text:
+                by_id = {str(d.doc_id): d.text for d in docs}
+                c = leaves.columns
+                c["text"] = [by_id[i][a:b] for i, a, b in zip(c["doc_id"], c["start"], c["end"])]
+            return Chunked(leaves.columns, leaves.token_ids, leaves.docs)
         columns: dict[str, list[Any]] = {name: [] for name in self.schema.names if name != "vector"}
         token_ids: list[np.ndarray] = []
+        assert self.chunkers is not None
         for doc, (chunks, ids) in zip(docs, self.chunkers.chunks_with_ids(docs, self.spec.threads)):
             texts = [c.text for c in chunks]
             token_ids += ids
@@ -496,17 +550,22 @@ class ShardBuilder:
         table = pa.Table.from_arrays([*arrays, pa.FixedSizeListArray.from_arrays(flat, dim)], schema=self.schema)
         return table, len(missing), tokens
 
-    def write(self, key: str, table: pa.Table) -> None:
-        """The shard of ``key``, written atomically."""
+    def write(self, key: str, table: pa.Table, docs: pa.Table | None = None) -> None:
+        """The shard of ``key``, written atomically (after its docs table, with ``units="tree"``:
+        a shard that exists has its trees)."""
         import pyarrow.parquet as pq
 
+        if docs is not None:
+            with atomic_file(self.shard_dir / f"{key}{TREES_SUFFIX}") as tmp:
+                pq.write_table(docs, tmp)
         with atomic_file(self.shard_dir / f"{key}{PARQUET_SUFFIX}") as tmp:
             pq.write_table(table, tmp)
 
     def build(self, key: str, docs: list[Doc]) -> ShardStats:
         """Chunks, embeds and writes one batch's shard (what a Ray actor does per batch)."""
-        table, embedded, embedded_tokens = self.embed(self.chunk(docs))
-        self.write(key, table)
+        chunked = self.chunk(docs)
+        table, embedded, embedded_tokens = self.embed(chunked)
+        self.write(key, table, chunked.docs)
         return ShardStats(
             len(docs), table.num_rows, int(np.sum(table.column("token_count"))), embedded, embedded_tokens
         )
@@ -568,7 +627,7 @@ def plan(inputs: Sequence[str], spec: JobSpec, settings: str, shard_dir: Path) -
     """The corpus as shard batches, each with its key and whether its shard exists."""
     for docs in shard_batches(read_inputs(inputs, spec), spec.shard_docs):
         key = batch_key(settings, docs)
-        yield Planned(key, docs, (shard_dir / f"{key}{PARQUET_SUFFIX}").exists())
+        yield Planned(key, docs, Planned.exists_in(shard_dir, key, spec))
 
 
 def ahead(items: Iterator[Any], depth: int = 2) -> Iterator[Any]:
@@ -660,7 +719,8 @@ def run(
     started = time.perf_counter()
     encoder = encoder or spec.encoder()
     chunker = spec.chunker_config(encoder)
-    spec.chunkers(encoder)  # bad chunker parameters fail here, before any work (or any Ray actor)
+    if spec.tree is None:
+        spec.chunkers(encoder)  # bad chunker parameters fail here, before any work (or any Ray actor)
     shard_dir = root / SHARDS
     try:
         shard_dir.mkdir(parents=True, exist_ok=True)
@@ -695,6 +755,7 @@ def run(
             "pooling": encoder.pooling,
             "normalize": encoder.normalize,
         },
+        "units": spec.units,
         "chunker": chunker,
         "vector_dtype": spec.dtype,
         "with_text": spec.with_text,
@@ -735,19 +796,22 @@ def build_locally(
                 table, embedded, embedded_tokens = builder.embed(batch)
                 if written is not None:
                     written.result()  # one shard in flight at most; its error surfaces here
-                written = writer.submit(builder.write, item.key, table)
+                written = writer.submit(builder.write, item.key, table, batch.docs)
                 stats = ShardStats(
                     len(item.docs), table.num_rows, int(np.sum(table.column("token_count"))), embedded, embedded_tokens
                 )
-            shards.append(shard_entry(item.key, stats))
+            shards.append(shard_entry(item.key, stats, builder.spec))
             bar.update(stats, batch is not None)
         if written is not None:
             written.result()
 
 
-def shard_entry(key: str, stats: ShardStats) -> dict[str, Any]:
-    """The manifest's entry of a shard."""
-    return {"file": f"{SHARDS}/{key}{PARQUET_SUFFIX}", "docs": stats.docs, "rows": stats.rows, "tokens": stats.tokens}
+def shard_entry(key: str, stats: ShardStats, spec: JobSpec) -> dict[str, Any]:
+    """The manifest's entry of a shard (and of its docs table, ``trees``, with ``units="tree"``)."""
+    entry: dict[str, Any] = {"file": f"{SHARDS}/{key}{PARQUET_SUFFIX}"}
+    if spec.units == "tree":
+        entry["trees"] = f"{SHARDS}/{key}{TREES_SUFFIX}"
+    return {**entry, "docs": stats.docs, "rows": stats.rows, "tokens": stats.tokens}
 
 
 def shard_stats(shard_dir: Path, item: Planned) -> ShardStats:
@@ -760,7 +824,7 @@ def shard_stats(shard_dir: Path, item: Planned) -> ShardStats:
 
 def remove_unlisted(root: Path, shards: list[dict[str, Any]]) -> None:
     """Removes shard files (and leftover temp files) the manifest does not list."""
-    listed = {Path(s["file"]).name for s in shards}
+    listed = {Path(s["file"]).name for s in shards} | {Path(s["trees"]).name for s in shards if "trees" in s}
     for path in (root / SHARDS).iterdir():
         if path.name not in listed:
             path.unlink(missing_ok=True)
@@ -771,16 +835,6 @@ def package_version() -> str:
     from . import __version__
 
     return __version__
-
-
-def read_manifest(out: str | os.PathLike[str]) -> dict[str, Any]:
-    """The manifest of a dataset folder written by :func:`run`."""
-    path = Path(out) / MANIFEST
-    try:
-        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        return manifest
-    except FileNotFoundError as exc:
-        raise InputError(f"{out}: no {MANIFEST} (not a finished chunkforge dataset)") from exc
 
 
 def read_dataset(out: str | os.PathLike[str], columns: list[str] | None = None) -> pa.Table:
@@ -862,6 +916,22 @@ def add_parser(commands: Any) -> None:
         metavar="NAME",
         help="document text field of JSONL records and Parquet rows (default text)",
     )
+    cmd.add_argument(
+        "--index",
+        action="store_true",
+        help="write what chunkforge's index needs instead of plain chunks: every document's tree (sections, "
+        "parents, leaves), its text and metadata, and a row with a vector per leaf (chunkforge.Index.from_dataset, "
+        "the LanceDB store); --strategy, --max-tokens and --overlap do not apply",
+    )
+    cmd.add_argument(
+        "--leaf-tokens", type=int, default=48, metavar="N", help="with --index: tokens per leaf (default 48)"
+    )
+    cmd.add_argument(
+        "--parent-tokens",
+        default="256",
+        metavar="N[,N...]",
+        help="with --index: tokens of the parent levels, largest first, or '' for none (default 256)",
+    )
     cmd.add_argument("--with-text", action="store_true", help="store each chunk's text in the rows")
     cmd.add_argument("--float16", action="store_true", help="store vectors as float16 (default float32)")
     cmd.add_argument("--lancedb", metavar="PATH", help="also write the rows to this LanceDB database (table chunks)")
@@ -894,6 +964,14 @@ def add_parser(commands: Any) -> None:
     cmd.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
 
 
+def parent_tokens(value: str) -> tuple[int, ...]:
+    """``--parent-tokens``: comma-separated sizes."""
+    try:
+        return tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError as exc:
+        raise InputError(f"--parent-tokens must be integers separated by commas, not {value!r}") from exc
+
+
 def run_command(args: Any) -> str:
     """The ``embed-docs`` command; returns the summary line, raises InputError on bad input."""
     if args.ray_actors is not None and args.ray_actors < 1:
@@ -912,6 +990,9 @@ def run_command(args: Any) -> str:
         max_batch_tokens=args.max_batch_tokens,
         threads=args.threads,
         shard_docs=args.shard_docs,
+        units="tree" if args.index else "chunks",
+        leaf_tokens=args.leaf_tokens,
+        parent_tokens=parent_tokens(args.parent_tokens),
     )
     for name, value in (
         ("max-tokens", args.max_tokens),

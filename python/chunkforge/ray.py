@@ -18,6 +18,7 @@ twice is written twice with the same bytes and listed once.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import asdict
@@ -78,9 +79,10 @@ class ShardWorker:
         import pyarrow as pa
 
         stats: list[ShardStats] = []
-        for key, ids, texts in zip(*(batch.column(name).to_pylist() for name in ("key", "doc_ids", "texts"))):
-            docs = [Doc(i, t, len(t)) for i, t in zip(ids, texts)]
-            if (self.builder.shard_dir / f"{key}.parquet").exists():  # built by an earlier try of this batch
+        batches = (batch.column(name).to_pylist() for name in ("key", "doc_ids", "texts", "metadata"))
+        for key, ids, texts, metadata in zip(*batches):
+            docs = [Doc(i, t, len(t), json.loads(m)) for i, t, m in zip(ids, texts, metadata)]
+            if Planned.exists_in(self.builder.shard_dir, key, self.builder.spec):  # built by an earlier try
                 stats.append(shard_stats(self.builder.shard_dir, Planned(key, docs, True)))
             else:
                 stats.append(self.builder.build(key, docs))
@@ -186,7 +188,14 @@ def build_on_ray(
         if missing:
             # one block a batch, made here: no task competes with the actors for CPUs
             blocks = [
-                pa.table({"key": [m.key], "doc_ids": [[d.doc_id for d in m.docs]], "texts": [[d.text for d in m.docs]]})
+                pa.table(
+                    {
+                        "key": [m.key],
+                        "doc_ids": [[d.doc_id for d in m.docs]],
+                        "texts": [[d.text for d in m.docs]],
+                        "metadata": [[json.dumps(d.metadata, default=str) for d in m.docs]],
+                    }
+                )
                 for m in missing
             ]
             results = ray.data.from_arrow(blocks).map_batches(
@@ -206,4 +215,4 @@ def build_on_ray(
                 bar.update(stats, False)
             else:
                 stats = done[item.key]
-            shards.append(shard_entry(item.key, stats))
+            shards.append(shard_entry(item.key, stats, spec))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
+from .._io import MANIFEST
 from .._recommended import RECOMMENDED
 from ..errors import InputError
 from ._common import DeprecatedFlag, load_index_encoder
@@ -19,7 +21,11 @@ def add_parser(commands: Any) -> None:
         help="search an index and print the payload with citations",
         description="Retrieve the best leaves for a question and expand them into passages.",
     )
-    query.add_argument("index", metavar="INDEX", help="index folder (from `chunkforge index build`)")
+    query.add_argument(
+        "index",
+        metavar="INDEX",
+        help="index folder (from `chunkforge index build`), or a dataset folder of `chunkforge embed-docs --index`",
+    )
     query.add_argument("question")
     query.add_argument(
         "--k", type=int, default=RECOMMENDED["k"], metavar="N", help=f"leaves to retrieve (default {RECOMMENDED['k']})"
@@ -54,8 +60,32 @@ def add_parser(commands: Any) -> None:
     query.add_argument("--doc-id", action="append", metavar="ID", help="only this document (repeatable)")
     query.add_argument("--source", action="append", metavar="NAME", help="only this source (repeatable)")
     query.add_argument("--heading", action="append", metavar="TITLE", help="heading path prefix (repeat per level)")
+    query.add_argument(
+        "--where",
+        action="append",
+        metavar="FIELD=VALUE",
+        help="only documents whose metadata FIELD is VALUE (repeatable: a field given twice takes either value)",
+    )
     query.add_argument("--json", action="store_true", help="print the payload as JSON")
     query.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
+
+
+def is_dataset(path: str) -> bool:
+    """A folder the bulk job wrote (its manifest), not a saved index (its ``CURRENT``)."""
+    return (Path(path) / MANIFEST).is_file() and not (Path(path) / "CURRENT").exists()
+
+
+def where_filter(pairs: list[str] | None) -> dict[str, list[str]] | None:
+    """``--where FIELD=VALUE`` flags as a metadata filter."""
+    if not pairs:
+        return None
+    where: dict[str, list[str]] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise InputError(f"--where must be FIELD=VALUE, not {pair!r}")
+        where.setdefault(name, []).append(value)
+    return where
 
 
 def run(args: argparse.Namespace) -> str:
@@ -65,13 +95,18 @@ def run(args: argparse.Namespace) -> str:
     except ImportError as exc:
         raise InputError(str(exc)) from exc
     try:
-        index = Index.load(args.index)
-    except (FileNotFoundError, CorruptIndexError) as exc:
+        index = Index.from_dataset(args.index) if is_dataset(args.index) else Index.load(args.index)
+    except (FileNotFoundError, CorruptIndexError, ValueError) as exc:
         raise InputError(str(exc)) from exc
     load_index_encoder(index)
     try:
         hits = index.search(
-            args.question, k=args.k, doc_id=args.doc_id, source=args.source, heading_prefix=args.heading
+            args.question,
+            k=args.k,
+            doc_id=args.doc_id,
+            source=args.source,
+            heading_prefix=args.heading,
+            where=where_filter(args.where),
         )
         payload = index.expand(
             hits,
@@ -104,6 +139,7 @@ def run(args: argparse.Namespace) -> str:
                         for p in payload.passages
                     ],
                     "dropped": [{"doc_id": h.doc_id, "start": h.start, "end": h.end} for h in payload.dropped],
+                    "metadata": payload.metadata,
                 },
                 ensure_ascii=False,
             )

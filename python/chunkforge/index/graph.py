@@ -85,8 +85,10 @@ class Graph:
         for g, name in zip(self._graphs, self.files):
             g.save_index(str(folder / name))
 
-    def add(self, vectors: np.ndarray, labels: np.ndarray) -> None:
-        """Adds ``vectors`` (rows, float32) under the new ``labels`` (ascending)."""
+    def add(self, vectors: np.ndarray, labels: np.ndarray, threads: int | None = None) -> None:
+        """Adds ``vectors`` (rows, float32) under the new ``labels`` (ascending). Each graph is
+        filled by one thread (the same graphs on every build) unless ``threads`` exceeds the
+        number of graphs: then hnswlib inserts with ``threads // graphs`` threads into each."""
         n = len(self._graphs)
         mine = [np.flatnonzero(labels % n == i) for i in range(n)]
         for g, rows in zip(self._graphs, mine):
@@ -94,11 +96,13 @@ class Graph:
             if need > g.get_max_elements():
                 g.resize_index(max(need, 2 * g.get_max_elements()))
 
+        per_graph = max((threads or n) // n, 1)
+
         def fill(i: int) -> None:
             rows = mine[i]
             for at in range(0, len(rows), _INSERT_ROWS):
                 part = rows[at : at + _INSERT_ROWS]
-                self._graphs[i].add_items(vectors[part], labels[part], num_threads=1)
+                self._graphs[i].add_items(vectors[part], labels[part], num_threads=per_graph)
 
         if n == 1:
             fill(0)

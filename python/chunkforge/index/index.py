@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .. import _native
-from .._io import atomic_path, syntax_for_path, syntax_named
+from .._io import atomic_path, read_manifest, syntax_for_path, syntax_named
 from .._progress import advancing
 from .._recommended import RECOMMENDED
 from .._rwlock import RWLock, reads, writes
@@ -33,6 +32,7 @@ from .storage import (
     manifest_checksum,
     tokenizer_json,
 )
+from .trees import TreeSettings, check_where, matches, metadata_json, passages, read_docs, scratch_expander
 
 if TYPE_CHECKING:
     from .._native import Syntax
@@ -57,6 +57,7 @@ graph, so a large batch's float32 vectors never sit whole beside the graph (48 M
 blocks: above glibc's largest mmap threshold, so freeing one gives the memory back)."""
 Order = Literal["score", "document"]
 Pack = Literal["skip", "stop"]
+_Record = tuple[str, str, str, "Syntax | None", dict[str, Any]]
 _Saved = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[list[str]]]
 """A document of a saved index: its nodes ``(start, end, parent, section, level)``, leaves
 (node indices), leaf labels, sentences and heading paths."""
@@ -72,6 +73,7 @@ class _Doc:
     text: str
     labels: np.ndarray
     passages: np.ndarray
+    metadata: dict[str, Any]
 
 
 @dataclass(slots=True)
@@ -82,6 +84,7 @@ class _Tree:
     doc_id: str
     source: str
     text: str
+    metadata: dict[str, Any]
     native: Any  # _native.DocTree
     parents: np.ndarray  # (p, 2) start, end of each BM25 passage
     leaf_parent: np.ndarray  # the passage of each leaf
@@ -149,7 +152,8 @@ class Index:
         self._bm25 = BM25()
         self._label_passage = np.zeros(0, np.int64)
         self._passage_labels: dict[int, np.ndarray] = {}
-        self._expander = _expander(self.tokenizer)
+        self._expander = scratch_expander(self.tokenizer)
+        self._with_metadata = False  # payloads carry metadata once a document has some
         # readers (search, expand, query, save, ...) see one version: add/delete write alone
         self._lock = RWLock()
 
@@ -272,7 +276,7 @@ class Index:
             )
             self._register(trees, per_doc, slots)
 
-    def _build(self, records: list[tuple[str, str, str, Syntax | None]]) -> list[_Tree]:
+    def _build(self, records: list[_Record]) -> list[_Tree]:
         """The trees of new documents (native code: each document tokenized once,
         sections, parents and leaves cut from that one tokenization)."""
         natives = self._expander.build(
@@ -311,7 +315,9 @@ class Index:
             self._bm25.remove(p)
             del self._passage_labels[p]
 
-    def _records(self, docs: Iterable[str | Mapping[str, Any]]) -> list[tuple[str, str, str, Syntax | None]]:
+    def _records(self, docs: Iterable[str | Mapping[str, Any]]) -> list[_Record]:
+        """``(id, source, text, syntax, metadata)`` of each new document; metadata is every
+        field but ``id`` and ``text``, JSON-serializable."""
         if isinstance(docs, (str, Mapping)):
             raise TypeError("docs must be an iterable of documents, not a single document")
         out, seen = [], set()
@@ -334,7 +340,9 @@ class Index:
             syntax = syntax_named(given)
             if syntax is None and given is not None:
                 raise ValueError(f"docs[{i}]['syntax'] must be 'markdown', 'rst', 'asciidoc' or None, not {given!r}")
-            out.append((doc_id, source, text, syntax))
+            metadata = {k: v for k, v in doc.items() if k not in ("id", "text")}
+            metadata_json(doc_id, metadata)  # refused here, not at save
+            out.append((doc_id, source, text, syntax, metadata))
         return out
 
     def _syntax(self, doc_id: str) -> str | None:
@@ -355,8 +363,9 @@ class Index:
             if slot != len(self._docs):
                 raise CorruptIndexError(f"document {tree.doc_id!r}: the native store is out of step (slot {slot})")
             ids = np.asarray(self._bm25.add([tree.text[s:e] for s, e in tree.parents.tolist()]), np.int64)
-            doc = _Doc(tree.doc_id, tree.source, tree.text, doc_labels, ids[tree.leaf_parent])
+            doc = _Doc(tree.doc_id, tree.source, tree.text, doc_labels, ids[tree.leaf_parent], tree.metadata)
             self._docs.append(doc)
+            self._with_metadata |= bool(doc.metadata)
             self._slot_of[doc.doc_id] = slot
             self._leaves += len(doc_labels)
             self._label_slot[doc_labels] = slot
@@ -406,11 +415,14 @@ class Index:
         doc_id: str | Collection[str] | None = None,
         source: str | Collection[str] | None = None,
         heading_prefix: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
         hybrid: bool | None = None,
     ) -> list[Hit]:
         """The ``k`` best leaves for ``query``, best first; optionally only of the
         given documents or sources, or of sections whose heading path starts with
-        ``heading_prefix``. ``hybrid`` overrides the index's setting.
+        ``heading_prefix``, or of documents whose metadata ``where`` accepts (``{field:
+        value}``, or ``{field: [values]}`` for any of them; every field must match).
+        ``hybrid`` overrides the index's setting.
 
         Dense only, a hit's ``score`` is its cosine. Hybrid, the candidates are the
         nearest leaves and the leaves of the parents BM25 ranks best, and a leaf scores
@@ -425,7 +437,7 @@ class Index:
         k = check_int("k", k, 1)
         if self.leaf_count == 0:
             return []
-        allowed = self._allowed(doc_id, source, heading_prefix)
+        allowed = self._allowed(doc_id, source, heading_prefix, check_where(where))
         vector = self.encoder.embed_query(query)
         if not (self.hybrid if hybrid is None else hybrid):
             best = self._dense(vector, k, allowed)
@@ -478,10 +490,14 @@ class Index:
         return self._expander.hits(labels, scores, len(self.parent_tokens) + 1)
 
     def _allowed(
-        self, doc_id: str | Collection[str] | None, source: str | Collection[str] | None, prefix: Sequence[str] | None
+        self,
+        doc_id: str | Collection[str] | None,
+        source: str | Collection[str] | None,
+        prefix: Sequence[str] | None,
+        where: dict[str, list[Any]] | None,
     ) -> np.ndarray | None:
         """A boolean mask over labels, or None for no filter."""
-        if doc_id is None and source is None and prefix is None:
+        if doc_id is None and source is None and prefix is None and where is None:
             return None
         ids = {doc_id} if isinstance(doc_id, str) else None if doc_id is None else set(doc_id)
         sources = {source} if isinstance(source, str) else None if source is None else set(source)
@@ -493,6 +509,8 @@ class Index:
         docs = (self._docs[self._slot_of[i]] for i in ids if i in self._slot_of) if ids is not None else self._docs
         for doc in docs:
             if doc is None or (sources is not None and doc.source not in sources):
+                continue
+            if where is not None and not matches(doc.metadata, where):
                 continue
             if prefix is None:
                 mask[doc.labels] = True
@@ -527,7 +545,7 @@ class Index:
 
     def expand(
         self,
-        hits: Iterable[Hit],
+        hits: Iterable[Hit] | Sequence[tuple[str, int, int, float]],
         *,
         window: int | None = None,
         parent: bool = False,
@@ -538,7 +556,8 @@ class Index:
         trim: bool = False,
         window_tokens: int | None = None,
     ) -> Payload:
-        """Hits -> passages (native code, microseconds).
+        """Hits -> passages (native code, microseconds). ``hits`` may also be a list of spans
+        ``(doc_id, start, end, score)`` found elsewhere (see :meth:`hits_for`).
 
         ``auto_merge=ratio`` replaces the hit leaves of a parent by the parent when
         more than ``ratio`` of its children are hit, recursively up to sections
@@ -572,7 +591,9 @@ class Index:
             raise ValueError(f"auto_merge must be a ratio in [0, 1), not {auto_merge!r}")
         if budget_tokens is not None:
             budget_tokens = check_int("budget_tokens", budget_tokens, 0)
-        return self._expander.expand(
+        if isinstance(hits, (list, tuple)) and hits and not isinstance(hits[0], Hit):
+            hits = self.hits_for(hits)  # type: ignore[arg-type]
+        passages, dropped = self._expander.expand(
             hits,
             window,
             window_tokens,
@@ -583,10 +604,61 @@ class Index:
             pack,
             bool(trim),
         )
+        return Payload(passages, dropped, self._metadata_of(passages) if self._with_metadata else {})
 
     @reads
-    def query(self, question: str, k: int = RECOMMENDED["k"], **expansion: Any) -> Payload:
-        """:meth:`search` then :meth:`expand` (keyword arguments of :meth:`expand`),
+    def hits_for(self, spans: Iterable[tuple[str, int, int, float]]) -> list[Hit]:
+        """Hits of the leaves that spans found elsewhere overlap (``(doc_id, start, end, score)``,
+        ``str`` offsets of this index's documents: a team's own vector store, a re-ranker), each
+        leaf once with the best score of its spans, best first: "index small, send big" beside
+        another store. :meth:`expand` takes such spans directly too.
+
+        >>> index.expand([("guide.md", 120, 180, 0.9)], window=1)  # doctest: +SKIP
+        """
+        best: dict[int, float] = {}
+        for i, span in enumerate(spans):
+            if not isinstance(span, (tuple, list)) or len(span) != 4:
+                raise TypeError(f"spans[{i}] must be (doc_id, start, end, score), not {span!r}")
+            doc_id, start, end, score = span
+            if not isinstance(doc_id, str) or doc_id not in self._slot_of:
+                raise KeyError(f"spans[{i}]: no document {doc_id!r} in the index")
+            doc = self._doc(doc_id)
+            start, end = check_int(f"spans[{i}] start", start, 0), check_int(f"spans[{i}] end", end, 0)
+            if not start < end <= len(doc.text):
+                raise ValueError(f"spans[{i}]: {start}-{end} is not a span of {doc_id!r} (0-{len(doc.text)})")
+            if isinstance(score, bool) or not isinstance(score, (int, float)):
+                raise TypeError(f"spans[{i}] score must be a number, not {score!r}")
+            nodes, leaves, _, _ = self._expander.tree(self._slot_of[doc_id])
+            starts, ends = nodes[leaves, 0], nodes[leaves, 1]
+            first, last = np.searchsorted(ends, start, "right"), np.searchsorted(starts, end, "left")
+            for label in doc.labels[first:last].tolist():
+                best[label] = max(best.get(label, float("-inf")), float(score))
+        ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))
+        return self._hits([label for label, _ in ranked], [score for _, score in ranked])
+
+    def _metadata_of(self, passages: list[Passage]) -> dict[str, dict[str, Any]]:
+        """The metadata of the passages' documents, by id (read without the index's lock: a
+        document deleted meanwhile has none)."""
+        out = {}
+        for p in passages:
+            slot = self._slot_of.get(p.doc_id)
+            doc = self._docs[slot] if slot is not None and slot < len(self._docs) else None
+            out[p.doc_id] = doc.metadata if doc is not None else {}
+        return out
+
+    def metadata(self, doc_id: str) -> dict[str, Any]:
+        """A document's metadata: its record's fields but ``id`` and ``text``.
+
+        >>> index.metadata("guide.md")["url"]  # doctest: +SKIP
+        'https://example.org/guide'
+        """
+        return self._doc(doc_id).metadata
+
+    @reads
+    def query(
+        self, question: str, k: int = RECOMMENDED["k"], *, where: Mapping[str, Any] | None = None, **expansion: Any
+    ) -> Payload:
+        """:meth:`search` (of the documents ``where`` accepts) then :meth:`expand` (keyword arguments of :meth:`expand`),
         ``budget_tokens`` 1,000 unless given: the hit leaves as they are, best first,
         while the budget lasts (touching leaves become one passage). That beat plain
         chunks ranked by BM25, dense or both on the held-back half of the dev set, and
@@ -595,7 +667,7 @@ class Index:
         >>> index.query("how do I install it?").render()  # doctest: +SKIP
         """
         expansion.setdefault("budget_tokens", RECOMMENDED["budget_tokens"])
-        return self.expand(self.search(question, k=k), **expansion)
+        return self.expand(self.search(question, k=k, where=where), **expansion)
 
     # -- persistence -------------------------------------------------------
 
@@ -643,6 +715,7 @@ class Index:
                     "source": pa.array([d.source for d in docs], pa.string()),
                     "text": pa.array([d.text for d in docs], pa.large_string()),
                     "headings": pa.array([json.dumps(t[3], ensure_ascii=False) for t in trees], pa.string()),
+                    "metadata": pa.array([metadata_json(d.doc_id, d.metadata) for d in docs], pa.string()),
                 }
             ),
             folder / "docs.parquet",
@@ -730,7 +803,7 @@ class Index:
         except (TypeError, ValueError) as exc:
             raise CorruptIndexError(f"corrupt index: {manifest_file}: bad settings ({exc})") from exc
         index.tokenizer = tokenizer
-        index._expander = _expander(tokenizer)
+        index._expander = scratch_expander(tokenizer)
         index._dim = manifest["dim"]
         try:
             docs = pq.read_table(folder / "docs.parquet").to_pydict()
@@ -738,6 +811,12 @@ class Index:
             sents = pq.read_table(folder / "sentences.parquet")
         except (OSError, pa.ArrowException) as exc:
             raise CorruptIndexError(f"corrupt index in {folder}: {exc}") from exc
+        try:
+            docs["metadata"] = [json.loads(m) for m in docs.get("metadata", ["{}"] * len(docs["doc_id"]))]
+        except (TypeError, ValueError) as exc:
+            raise CorruptIndexError(f"corrupt index: {folder / 'docs.parquet'}: bad metadata ({exc})") from exc
+        if not all(isinstance(m, dict) for m in docs["metadata"]):
+            raise CorruptIndexError(f"corrupt index: {folder / 'docs.parquet'}: metadata must be JSON objects")
         node_cols = np.column_stack(
             [nodes[c].to_numpy() for c in ("doc", "start", "end", "parent", "section", "level", "label")]
         ).reshape(-1, 7)
@@ -799,6 +878,74 @@ class Index:
                 index._keep_vectors(part, index._graph.vectors(part))  # type: ignore[union-attr]
         return index
 
+    @classmethod
+    def from_dataset(
+        cls, path: str | os.PathLike[str], encoder: Encoder | None = None, *, threads: int | None = None
+    ) -> Index:
+        """An index of the bulk job's output (``chunkforge embed-docs --index``, ``units="tree"``):
+        the documents' trees and the leaves' vectors as the job wrote them, nothing cut or embedded
+        again. ``encoder`` embeds the questions (default: the job's model, when it was the default
+        one). ``threads`` above the number of graphs (2) lets hnswlib insert with that many threads
+        in all, faster on a large machine but no longer the same graph on every build.
+
+        >>> index = Index.from_dataset("vectors")  # doctest: +SKIP
+        >>> index.query("how do I install it?").render()  # doctest: +SKIP
+        """
+        root = Path(path)
+        manifest = read_manifest(root)
+        if manifest.get("units") != "tree":
+            raise ValueError(f"{root} holds plain chunks; build it with `embed-docs --index` (units='tree')")
+        tree = manifest["chunker"]
+        model = manifest["model"]
+        if encoder is None and model["name"] != "default":
+            raise ValueError(f"{root} was embedded with {model['name']!r}: pass that Encoder")
+        if encoder is not None and encoder.dim != model["dim"]:
+            raise ValueError(f"encoder has dim {encoder.dim}, the dataset at {root} was embedded with {model['dim']}")
+        settings = TreeSettings(tree["leaf_tokens"], tuple(tree["parent_tokens"]), tree["structure"])
+        index = cls(
+            encoder,
+            leaf_tokens=settings.leaf_tokens,
+            parent_tokens=settings.parent_tokens,
+            structure=settings.structure,
+            encoder_variant=model.get("variant") or "optimized",
+        )
+        index._dim = model["dim"]
+        for entry in manifest["shards"]:
+            leaves = pq.read_table(root / entry["file"], columns=["doc_id", "vector"])
+            saved_docs = read_docs(pq.read_table(root / entry["trees"]), entry["trees"])
+            index._add_dataset_shard(saved_docs, leaves, threads)
+        return index
+
+    def _add_dataset_shard(self, saved_docs: list[Any], leaves: pa.Table, threads: int | None) -> None:
+        """Adds one shard of a tree dataset: its documents' trees, its leaves' vectors labelled in order."""
+        counts = [len(d.tree.leaves) for d in saved_docs]
+        if sum(counts) != leaves.num_rows or leaves.column("doc_id").to_pylist() != [
+            d.doc_id for d, n in zip(saved_docs, counts) for _ in range(n)
+        ]:
+            raise CorruptIndexError("a shard's leaves do not match its trees; rerun the job")
+        if any(d.doc_id in self._slot_of for d in saved_docs):
+            raise ValueError("the dataset lists a document id twice")
+        labels = np.arange(self._next_label, self._next_label + leaves.num_rows, dtype=np.int64)
+        column = leaves.column("vector").combine_chunks()
+        vectors = column.values.to_numpy().reshape(len(column), column.type.list_size).astype(np.float32)
+        if len(labels):
+            if self._graph is None:
+                self._graph = Graph(vectors.shape[1])
+            self._graph.add(vectors, labels, threads)
+            self._keep_vectors(labels, vectors)
+        bounds = np.cumsum([0, *counts])
+        saved: list[_Saved] = [
+            (d.tree.nodes, d.tree.leaves, labels[a:b], d.tree.sentences, d.tree.headings)
+            for d, a, b in zip(saved_docs, bounds[:-1], bounds[1:])
+        ]
+        docs = {
+            "doc_id": [d.doc_id for d in saved_docs],
+            "source": [str(d.metadata.get("source", "")) for d in saved_docs],
+            "text": [d.text for d in saved_docs],
+            "metadata": [d.metadata for d in saved_docs],
+        }
+        self._add_saved(docs, saved)
+
     def _add_saved(self, docs: dict[str, list[Any]], saved: list[_Saved]) -> None:
         """Adds documents read from a saved index: ``docs`` columns, and per document
         its nodes ``(start, end, parent, section, level)``, leaves, labels, sentences
@@ -813,8 +960,10 @@ class Index:
             [s[4] for s in saved],
         )
         trees = [
-            _Tree(doc_id, source, text, None, *_passages(nodes, leaves))
-            for doc_id, source, text, (nodes, leaves, *_) in zip(docs["doc_id"], docs["source"], docs["text"], saved)
+            _Tree(doc_id, source, text, metadata, None, *passages(nodes, leaves))
+            for doc_id, source, text, metadata, (nodes, leaves, *_) in zip(
+                docs["doc_id"], docs["source"], docs["text"], docs["metadata"], saved
+            )
         ]
         self._register(trees, [s[2] for s in saved], slots)
 
@@ -825,23 +974,11 @@ class Index:
         )
 
 
-def _tree(record: tuple[str, str, str, str | None], native: Any) -> _Tree:
-    doc_id, source, text, _ = record
-    return _Tree(doc_id, source, text, native, *_passages(native.nodes, native.leaves))
-
-
-def _passages(nodes: np.ndarray, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The BM25 passages of a tree: ``(start, end)`` of each parent of a leaf (a
-    section when there are no parent levels), and the passage of each leaf."""
-    parents, leaf_parent = np.unique(nodes[leaves, 2], return_inverse=True)
-    return nodes[parents, :2].reshape(-1, 2), leaf_parent.astype(np.int64).reshape(-1)
+def _tree(record: _Record, native: Any) -> _Tree:
+    doc_id, source, text, _, metadata = record
+    return _Tree(doc_id, source, text, metadata, native, *passages(native.nodes, native.leaves))
 
 
 def _split(ids: np.ndarray, bounds: np.ndarray) -> list[np.ndarray]:
     """``ids[bounds[i]:bounds[i + 1]]`` for each ``i``."""
     return [ids[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
-
-
-def _expander(tokenizer: Tokenizer) -> _native.Expander[Hit, Passage, Payload]:
-    """An empty expander on ``tokenizer`` that makes this package's hits, passages and payloads."""
-    return _native.Expander(tokenizer._native, Hit, Passage, Payload)

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -72,11 +72,25 @@ class DocumentTree(NamedTuple):
     headings: list[list[str]]
 
 
+class Packed(NamedTuple):
+    """What the native expander makes: passages and the hits left out (a :class:`Payload`
+    without metadata)."""
+
+    passages: list[Passage]
+    dropped: Sequence[Hit]
+
+
 class Payload(NamedTuple):
-    """Passages (no character twice) and the hits the budget left out."""
+    """Passages (no character twice), the hits the budget left out, and the metadata of
+    each passage's document (its record's fields but ``id`` and ``text``) by document id.
+
+    >>> Payload([], (), {"a.md": {"url": "https://example.org/a"}}).metadata["a.md"]["url"]
+    'https://example.org/a'
+    """
 
     passages: list[Passage]
     dropped: Sequence[Hit] = ()
+    metadata: Mapping[str, Mapping[str, Any]] = {}
 
     @property
     def token_count(self) -> int:

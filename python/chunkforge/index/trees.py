@@ -1,0 +1,235 @@
+"""Document trees as rows: what the bulk job writes with ``units="tree"`` and what an index
+reads back without cutting or embedding anything again.
+
+A batch of documents becomes two tables, both cut from one tokenization per document
+(:meth:`Expander.build <chunkforge._native.Expander.build>`, as :meth:`Index.add
+<chunkforge.Index.add>` cuts them):
+
+- **leaves** (the shard, one row a leaf, in text order): ``doc_id``, ``chunk_id`` (the hit's
+  ``id``), ``start``, ``end``, ``token_count``, ``heading_path``, ``passage`` (the leaf's BM25
+  passage: its parent, numbered within the document), ``text_hash`` and ``vector``;
+- **docs** (one row a document): ``doc_id``, ``text``, ``metadata`` (the record's other
+  fields, JSON), ``headings`` (each section's heading path, JSON), ``nodes`` (rows ``(start,
+  end, parent, section, level)`` flattened), ``leaves`` (node index of each leaf) and
+  ``sentences`` (rows ``(start, end, section)`` flattened).
+
+>>> from chunkforge.index.trees import TreeSettings
+>>> TreeSettings().leaf_tokens, TreeSettings().parent_tokens
+(48, (256,))
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from .. import _native
+from .._io import Doc, syntax_for_path, syntax_named, text_hash
+from ..errors import InputError
+from ..tokenizer import Tokenizer
+from .payload import DocumentTree, Hit, Packed, Passage
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+STRUCTURES = ("auto", "markdown", "rst", "asciidoc", None)
+
+
+@dataclass(frozen=True)
+class TreeSettings:
+    """How documents are cut into trees (the :class:`~chunkforge.Index` options of the same
+    names): leaves of at most ``leaf_tokens``, levels of ``parent_tokens`` (largest first)
+    between sections and leaves, headings read by ``structure`` (``"auto"``: by the document
+    id's suffix; a record's ``syntax`` field wins)."""
+
+    leaf_tokens: int = 48
+    parent_tokens: tuple[int, ...] = (256,)
+    structure: str | None = "auto"
+
+    def check(self) -> None:
+        """Raises InputError naming the first bad setting."""
+        if isinstance(self.leaf_tokens, bool) or not isinstance(self.leaf_tokens, int) or self.leaf_tokens < 1:
+            raise InputError(f"leaf_tokens must be an integer >= 1, not {self.leaf_tokens!r}")
+        sizes = (*self.parent_tokens, self.leaf_tokens)
+        if any(isinstance(n, bool) or not isinstance(n, int) for n in sizes) or any(
+            a <= b for a, b in zip(sizes, sizes[1:])
+        ):
+            raise InputError(f"parent_tokens must be integers, decreasing and larger than leaf_tokens, not {sizes}")
+        if self.structure not in STRUCTURES:
+            raise InputError(f"structure must be 'auto', 'markdown', 'rst', 'asciidoc' or None, not {self.structure!r}")
+
+    def syntax(self, doc_id: str, metadata: dict[str, Any]) -> Any:
+        """The heading syntax of a document."""
+        if "syntax" in metadata:
+            given = metadata["syntax"]
+            found = syntax_named(given)
+            if found is None and given is not None:
+                raise InputError(f"document {doc_id!r}: syntax must be 'markdown', 'rst', 'asciidoc' or None")
+            return found
+        return syntax_for_path(doc_id) if self.structure == "auto" else self.structure
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as the manifest records them."""
+        return {"leaf_tokens": self.leaf_tokens, "parent_tokens": list(self.parent_tokens), "structure": self.structure}
+
+
+class TreeBatch(NamedTuple):
+    """A batch of documents cut into trees: the leaves' columns (no vectors), each leaf's
+    token ids, and the docs table."""
+
+    columns: dict[str, list[Any]]
+    token_ids: list[np.ndarray]
+    docs: pa.Table
+
+
+def scratch_expander(tokenizer: Tokenizer) -> _native.Expander[Hit, Passage, Packed]:
+    """An empty native store on ``tokenizer`` that makes this package's hits, passages and
+    packed passages."""
+    return _native.Expander(tokenizer._native, Hit, Passage, Packed)
+
+
+def passages(nodes: np.ndarray, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The BM25 passages of a tree: ``(start, end)`` of each parent of a leaf (a section when
+    there are no parent levels), and the passage of each leaf."""
+    parents, leaf_parent = np.unique(nodes[leaves, 2], return_inverse=True)
+    return nodes[parents, :2].reshape(-1, 2), leaf_parent.astype(np.int64).reshape(-1)
+
+
+SCALARS = (str, int, float, bool)
+
+
+def check_where(where: Mapping[str, Any] | None) -> dict[str, list[Any]] | None:
+    """A metadata filter ``{field: value or [values]}`` as ``{field: [values]}``; TypeError
+    naming the bad field.
+
+    >>> check_where({"acl": "public", "year": [2023, 2024]})
+    {'acl': ['public'], 'year': [2023, 2024]}
+    """
+    if where is None:
+        return None
+    if not isinstance(where, Mapping):
+        raise TypeError(f"where must be a mapping of metadata fields to values, not {type(where).__name__}")
+    out = {}
+    for name, value in where.items():
+        if not isinstance(name, str):
+            raise TypeError(f"where: field names must be str, not {name!r}")
+        values = list(value) if isinstance(value, (list, tuple, set, frozenset)) else [value]
+        if not all(v is None or isinstance(v, SCALARS) for v in values):
+            raise TypeError(f"where[{name!r}] must be a str, number, bool or None, or a list of them")
+        out[name] = values
+    return out
+
+
+def matches(metadata: Mapping[str, Any], where: dict[str, list[Any]]) -> bool:
+    """Whether a document's metadata passes a filter of :func:`check_where` (a missing field is None)."""
+    return all(metadata.get(name) in values for name, values in where.items())
+
+
+def metadata_json(doc_id: str, metadata: dict[str, Any]) -> str:
+    """A document's metadata as JSON (values JSON has no form for are written as strings)."""
+    try:
+        return json.dumps(metadata, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"document {doc_id!r}: metadata cannot be stored ({exc})") from exc
+
+
+def cut(
+    expander: _native.Expander[Any, Any, Any],
+    docs: Sequence[Doc],
+    settings: TreeSettings,
+    level: int,
+    threads: int | None = None,
+) -> TreeBatch:
+    """Cuts ``docs`` into trees on ``expander`` (an empty scratch store: the documents pass
+    through it and leave it), each document tokenized once. ``level`` is the leaves' tree level
+    (their ids are made at it)."""
+    import pyarrow as pa
+
+    from ..chunkers import node_id
+
+    ids = [str(d.doc_id) for d in docs]
+    natives = expander.build(
+        [d.text for d in docs],
+        [settings.syntax(i, d.metadata) for i, d in zip(ids, docs)],
+        settings.leaf_tokens,
+        list(settings.parent_tokens),
+        threads,
+    )
+    columns: dict[str, list[Any]] = {
+        name: []
+        for name in ("doc_id", "chunk_id", "start", "end", "token_count", "heading_path", "passage", "text_hash")
+    }
+    token_ids: list[np.ndarray] = []
+    doc_rows: dict[str, list[Any]] = {
+        name: [] for name in ("doc_id", "text", "metadata", "headings", "nodes", "leaves", "sentences")
+    }
+    for doc_id, doc, native in zip(ids, docs, natives):
+        flat, bounds = native.leaf_token_ids
+        leaf_ids = [flat[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+        (slot,) = expander.insert([native], [list(range(len(leaf_ids)))], [doc_id], [doc.text])
+        tree = DocumentTree(*expander.tree(slot))
+        expander.remove(slot)
+        nodes, leaves = tree.nodes, tree.leaves
+        _, leaf_passage = passages(nodes, leaves)
+        spans = nodes[leaves, :2].tolist()
+        sections = nodes[leaves, 3].tolist()
+        token_ids += leaf_ids
+        columns["doc_id"] += [doc_id] * len(spans)
+        columns["chunk_id"] += [node_id(doc_id, s, e, level) for s, e in spans]
+        columns["start"] += [s for s, _ in spans]
+        columns["end"] += [e for _, e in spans]
+        columns["token_count"] += [len(x) for x in leaf_ids]
+        columns["heading_path"] += [tree.headings[s] for s in sections]
+        columns["passage"] += leaf_passage.tolist()
+        columns["text_hash"] += [text_hash(doc.text[s:e]) for s, e in spans]
+        doc_rows["doc_id"].append(doc_id)
+        doc_rows["text"].append(doc.text)
+        doc_rows["metadata"].append(metadata_json(doc_id, doc.metadata))
+        doc_rows["headings"].append(json.dumps(tree.headings, ensure_ascii=False))
+        doc_rows["nodes"].append(nodes.reshape(-1).tolist())
+        doc_rows["leaves"].append(leaves.tolist())
+        doc_rows["sentences"].append(tree.sentences.reshape(-1).tolist())
+    table = pa.table(
+        {
+            "doc_id": pa.array(doc_rows["doc_id"], pa.string()),
+            "text": pa.array(doc_rows["text"], pa.large_string()),
+            "metadata": pa.array(doc_rows["metadata"], pa.string()),
+            "headings": pa.array(doc_rows["headings"], pa.string()),
+            "nodes": pa.array(doc_rows["nodes"], pa.list_(pa.int64())),
+            "leaves": pa.array(doc_rows["leaves"], pa.list_(pa.int64())),
+            "sentences": pa.array(doc_rows["sentences"], pa.list_(pa.int64())),
+        }
+    )
+    return TreeBatch(columns, token_ids, table)
+
+
+class SavedDoc(NamedTuple):
+    """A document read back from a docs table: ids, text, metadata and its tree."""
+
+    doc_id: str
+    text: str
+    metadata: dict[str, Any]
+    tree: DocumentTree
+
+
+def read_docs(table: pa.Table, where: str) -> list[SavedDoc]:
+    """The documents of a docs table; ``where`` names it in errors (ValueError)."""
+    cols = table.to_pydict()
+    out = []
+    for i, doc_id in enumerate(cols["doc_id"]):
+        try:
+            nodes = np.asarray(cols["nodes"][i], np.int64).reshape(-1, 5)
+            sentences = np.asarray(cols["sentences"][i], np.int64).reshape(-1, 3)
+            headings = [list(h) for h in json.loads(cols["headings"][i])]
+            metadata = json.loads(cols["metadata"][i])
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{where}: document {doc_id!r}: bad tree ({exc})") from exc
+        if not isinstance(metadata, dict):
+            raise ValueError(f"{where}: document {doc_id!r}: metadata is not a JSON object")
+        tree = DocumentTree(nodes, np.asarray(cols["leaves"][i], np.int64), sentences, headings)
+        out.append(SavedDoc(doc_id, cols["text"][i], metadata, tree))
+    return out
