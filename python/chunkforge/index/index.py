@@ -9,7 +9,7 @@ import shutil
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -592,9 +592,9 @@ class Index:
         if budget_tokens is not None:
             budget_tokens = check_int("budget_tokens", budget_tokens, 0)
         if isinstance(hits, (list, tuple)) and hits and not isinstance(hits[0], Hit):
-            hits = self.hits_for(hits)  # type: ignore[arg-type]
+            hits = self.hits_for(hits)
         passages, dropped = self._expander.expand(
-            hits,
+            cast("Iterable[Hit]", hits),
             window,
             window_tokens,
             bool(parent),
