@@ -23,6 +23,8 @@ MODULES = [
     "chunkforge.index.bm25",
     "chunkforge.index.graph",
     "chunkforge.index.payload",
+    "chunkforge.index.fusion",
+    "chunkforge.index.expansion",
     "chunkforge.index.trees",
     "chunkforge.errors",
     "chunkforge._io",

@@ -688,7 +688,8 @@ def run(
     ``options`` are :class:`JobSpec` fields (``model``, ``strategy``, ``max_tokens``, ``with_text``,
     ``dtype``, ...), or pass ``spec``. ``encoder`` replaces the one ``model``/``variant`` name
     (its fingerprint is taken from its graph). ``lancedb``: also write the rows to the LanceDB
-    database at that path (table ``chunks``). ``ray``: run the chunking and embedding on the Ray
+    database at that path (table ``chunks``; with ``units="tree"``, the index's store, see
+    :mod:`chunkforge.index.store`). ``ray``: run the chunking and embedding on the Ray
     cluster at that address (``"auto"``, ``"local"`` for a new local one, ``"ray://..."``) with
     ``ray_actors`` actors; ``out`` must then be on storage every node sees.
     ``progress``: show a bar (default: when stderr is a terminal).
@@ -768,7 +769,11 @@ def run(
     with atomic_file(root / MANIFEST) as tmp:
         tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     remove_unlisted(root, shards)
-    if lancedb is not None:
+    if lancedb is not None and spec.units == "tree":
+        from .index.store import write_store
+
+        write_store(root, lancedb)
+    elif lancedb is not None:
         from .lance import write_lancedb
 
         write_lancedb(root, lancedb)
@@ -934,7 +939,12 @@ def add_parser(commands: Any) -> None:
     )
     cmd.add_argument("--with-text", action="store_true", help="store each chunk's text in the rows")
     cmd.add_argument("--float16", action="store_true", help="store vectors as float16 (default float32)")
-    cmd.add_argument("--lancedb", metavar="PATH", help="also write the rows to this LanceDB database (table chunks)")
+    cmd.add_argument(
+        "--lancedb",
+        metavar="URI",
+        help="also write the rows to this LanceDB database (table chunks; with --index, the store that "
+        "chunkforge.Index.open and `chunkforge query` serve: leaves, parents, docs, commits), updated incrementally",
+    )
     cmd.add_argument(
         "--ray",
         metavar="ADDRESS",

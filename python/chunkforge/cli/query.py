@@ -24,7 +24,8 @@ def add_parser(commands: Any) -> None:
     query.add_argument(
         "index",
         metavar="INDEX",
-        help="index folder (from `chunkforge index build`), or a dataset folder of `chunkforge embed-docs --index`",
+        help="index folder (from `chunkforge index build`), a dataset folder of `chunkforge embed-docs --index`, "
+        "or the LanceDB store of `embed-docs --index --lancedb URI`",
     )
     query.add_argument("question")
     query.add_argument(
@@ -95,7 +96,12 @@ def run(args: argparse.Namespace) -> str:
     except ImportError as exc:
         raise InputError(str(exc)) from exc
     try:
-        index = Index.from_dataset(args.index) if is_dataset(args.index) else Index.load(args.index)
+        if (Path(args.index) / "commits.lance").is_dir():
+            index: Any = Index.open(args.index)
+        elif is_dataset(args.index):
+            index = Index.from_dataset(args.index)
+        else:
+            index = Index.load(args.index)
     except (FileNotFoundError, CorruptIndexError, ValueError) as exc:
         raise InputError(str(exc)) from exc
     load_index_encoder(index)

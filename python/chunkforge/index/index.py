@@ -9,7 +9,7 @@ import shutil
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -20,7 +20,10 @@ from .._rwlock import RWLock, reads, writes
 from .._search import EXACT_MAX, normalized, top_k
 from ..chunkers._base import check_int
 from ..tokenizer import Tokenizer
+from . import expansion
 from .bm25 import BM25
+from .expansion import Order, Pack
+from .fusion import BM25_POOL, DENSE_POOL, fuse
 from .payload import DocumentTree, Hit, Passage, Payload
 from .storage import (
     FORMAT,
@@ -32,11 +35,22 @@ from .storage import (
     manifest_checksum,
     tokenizer_json,
 )
-from .trees import TreeSettings, check_where, matches, metadata_json, passages, read_docs, scratch_expander
+from .trees import (
+    TreeSettings,
+    check_where,
+    checked_spans,
+    matches,
+    metadata_json,
+    overlapping,
+    passages,
+    read_docs,
+    scratch_expander,
+)
 
 if TYPE_CHECKING:
     from .._native import Syntax
     from ..encoder import Encoder
+    from .store import StoreIndex
 
 INDEX_EXTRA = 'pip install "chunkforge[index]"'
 try:
@@ -47,16 +61,10 @@ try:
 except ImportError as exc:
     raise ImportError(f"chunkforge.Index needs hnswlib and pyarrow ({INDEX_EXTRA})") from exc
 
-DENSE_POOL = 64
-"""Nearest leaves taken as hybrid candidates (at least ``k``)."""
-BM25_POOL = 16
-"""Best BM25 parents whose leaves join the hybrid candidates."""
 EMBED_ROWS = 32768
 """Leaves embedded per block by :meth:`Index.add`. Each block is freed once it is in the
 graph, so a large batch's float32 vectors never sit whole beside the graph (48 MB
 blocks: above glibc's largest mmap threshold, so freeing one gives the memory back)."""
-Order = Literal["score", "document"]
-Pack = Literal["skip", "stop"]
 _Record = tuple[str, str, str, "Syntax | None", dict[str, Any]]
 _Saved = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[list[str]]]
 """A document of a saved index: its nodes ``(start, end, parent, section, level)``, leaves
@@ -469,15 +477,7 @@ class Index:
             return []
         labels = np.fromiter(dense, np.int64, len(dense))
         cos = np.fromiter(dense.values(), np.float64, len(dense))
-        lexical = bm25[self._label_passage[labels]]
-        w_dense, w_bm25 = self.weights
-        top_cos, top_bm25 = float(cos.max()), float(lexical.max())
-        # a term whose best score is not positive adds nothing (zeros: every leaf keeps a sort key)
-        zeros = np.zeros_like(cos)
-        fused = (w_dense * cos / top_cos if top_cos > 0 else zeros) + (
-            w_bm25 * lexical / top_bm25 if top_bm25 > 0 else zeros
-        )
-        order = np.lexsort((labels, -fused))
+        order, fused = fuse(cos, bm25[self._label_passage[labels]], self.weights, labels)
         return list(zip(labels[order].tolist(), fused[order].tolist()))
 
     def _passage_mask(self, allowed: np.ndarray) -> np.ndarray:
@@ -581,30 +581,21 @@ class Index:
         >>> payload = index.expand(index.search("install"), window=2, budget_tokens=500)  # doctest: +SKIP
         >>> print(payload.render())  # doctest: +SKIP
         """
-        if window is not None:
-            window = check_int("window", window, 0)
-        if window_tokens is not None:
-            window_tokens = check_int("window_tokens", window_tokens, 1)
-        if auto_merge is not None and (
-            isinstance(auto_merge, bool) or not isinstance(auto_merge, (int, float)) or not 0 <= auto_merge < 1
-        ):
-            raise ValueError(f"auto_merge must be a ratio in [0, 1), not {auto_merge!r}")
-        if budget_tokens is not None:
-            budget_tokens = check_int("budget_tokens", budget_tokens, 0)
         if isinstance(hits, (list, tuple)) and hits and not isinstance(hits[0], Hit):
             hits = self.hits_for(hits)
-        passages, dropped = self._expander.expand(
+        return expansion.expand(
+            self._expander,
             cast("Iterable[Hit]", hits),
-            window,
-            window_tokens,
-            bool(parent),
-            auto_merge,
-            budget_tokens,
-            order,
-            pack,
-            bool(trim),
+            self._metadata_of if self._with_metadata else None,
+            window=window,
+            parent=parent,
+            auto_merge=auto_merge,
+            budget_tokens=budget_tokens,
+            order=order,
+            pack=pack,
+            trim=trim,
+            window_tokens=window_tokens,
         )
-        return Payload(passages, dropped, self._metadata_of(passages) if self._with_metadata else {})
 
     @reads
     def hits_for(self, spans: Iterable[tuple[str, int, int, float]]) -> list[Hit]:
@@ -616,23 +607,15 @@ class Index:
         >>> index.expand([("guide.md", 120, 180, 0.9)], window=1)  # doctest: +SKIP
         """
         best: dict[int, float] = {}
-        for i, span in enumerate(spans):
-            if not isinstance(span, (tuple, list)) or len(span) != 4:
-                raise TypeError(f"spans[{i}] must be (doc_id, start, end, score), not {span!r}")
-            doc_id, start, end, score = span
-            if not isinstance(doc_id, str) or doc_id not in self._slot_of:
+        for i, (doc_id, start, end, score) in enumerate(checked_spans(spans)):
+            if doc_id not in self._slot_of:
                 raise KeyError(f"spans[{i}]: no document {doc_id!r} in the index")
             doc = self._doc(doc_id)
-            start, end = check_int(f"spans[{i}] start", start, 0), check_int(f"spans[{i}] end", end, 0)
-            if not start < end <= len(doc.text):
+            if end > len(doc.text):
                 raise ValueError(f"spans[{i}]: {start}-{end} is not a span of {doc_id!r} (0-{len(doc.text)})")
-            if isinstance(score, bool) or not isinstance(score, (int, float)):
-                raise TypeError(f"spans[{i}] score must be a number, not {score!r}")
             nodes, leaves, _, _ = self._expander.tree(self._slot_of[doc_id])
-            starts, ends = nodes[leaves, 0], nodes[leaves, 1]
-            first, last = np.searchsorted(ends, start, "right"), np.searchsorted(starts, end, "left")
-            for label in doc.labels[first:last].tolist():
-                best[label] = max(best.get(label, float("-inf")), float(score))
+            for label in doc.labels[overlapping(nodes[leaves, 0], nodes[leaves, 1], start, end)].tolist():
+                best[label] = max(best.get(label, float("-inf")), score)
         ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))
         return self._hits([label for label, _ in ranked], [score for _, score in ranked])
 
@@ -877,6 +860,18 @@ class Index:
                 part = labels[at : at + 4096]
                 index._keep_vectors(part, index._graph.vectors(part))  # type: ignore[union-attr]
         return index
+
+    @classmethod
+    def open(cls, uri: str | os.PathLike[str], encoder: Encoder | None = None, **options: Any) -> StoreIndex:
+        """The index in the LanceDB store at ``uri`` (:func:`chunkforge.index.store.write_store`,
+        ``embed-docs --index --lancedb URI``): the same ``search`` / ``expand`` / ``query``, the
+        documents read on demand, so a process's memory does not grow with the corpus.
+
+        >>> Index.open("store.lancedb").query("how do I install it?").render()  # doctest: +SKIP
+        """
+        from .store import StoreIndex
+
+        return StoreIndex(uri, encoder, **options)
 
     @classmethod
     def from_dataset(

@@ -21,7 +21,7 @@ A batch of documents becomes two tables, both cut from one tokenization per docu
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import _native
 from .._io import Doc, syntax_for_path, syntax_named, text_hash
+from ..chunkers._base import check_int
 from ..errors import InputError
 from ..tokenizer import Tokenizer
 from .payload import DocumentTree, Hit, Packed, Passage
@@ -127,6 +128,32 @@ def check_where(where: Mapping[str, Any] | None) -> dict[str, list[Any]] | None:
 def matches(metadata: Mapping[str, Any], where: dict[str, list[Any]]) -> bool:
     """Whether a document's metadata passes a filter of :func:`check_where` (a missing field is None)."""
     return all(metadata.get(name) in values for name, values in where.items())
+
+
+def checked_spans(spans: Iterable[Any]) -> Iterator[tuple[str, int, int, float]]:
+    """Spans found elsewhere, ``(doc_id, start, end, score)``, checked (errors name ``spans[i]``)."""
+    for i, span in enumerate(spans):
+        if not isinstance(span, (tuple, list)) or len(span) != 4:
+            raise TypeError(f"spans[{i}] must be (doc_id, start, end, score), not {span!r}")
+        doc_id, start, end, score = span
+        if not isinstance(doc_id, str):
+            raise TypeError(f"spans[{i}] doc_id must be a str, not {doc_id!r}")
+        start, end = check_int(f"spans[{i}] start", start, 0), check_int(f"spans[{i}] end", end, 0)
+        if not start < end:
+            raise ValueError(f"spans[{i}]: {start}-{end} is not a span")
+        if isinstance(score, bool) or not isinstance(score, (int, float)):
+            raise TypeError(f"spans[{i}] score must be a number, not {score!r}")
+        yield doc_id, start, end, float(score)
+
+
+def overlapping(starts: np.ndarray, ends: np.ndarray, start: int, end: int) -> range:
+    """The leaves (indices into a document's leaves, spans ``starts``/``ends`` in text order)
+    that the span ``start``-``end`` overlaps.
+
+    >>> overlapping(np.array([0, 10, 20]), np.array([8, 18, 28]), 9, 21)
+    range(1, 3)
+    """
+    return range(int(np.searchsorted(ends, start, "right")), int(np.searchsorted(starts, end)))
 
 
 def metadata_json(doc_id: str, metadata: dict[str, Any]) -> str:

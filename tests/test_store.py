@@ -1,0 +1,271 @@
+"""The index on LanceDB (``write_store``, ``Index.open``): the same answers as the in-memory
+index from the same job output, incremental updates, readers that see one version, a writer
+killed with SIGKILL mid-update. Real LanceDB, encoder, files and processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("hnswlib")
+pytest.importorskip("lancedb")
+
+from chunkforge import pipeline  # noqa: E402
+from chunkforge.index import Index  # noqa: E402
+from chunkforge.index.store import StoreIndex, write_store  # noqa: E402
+
+from conftest import corpus  # noqa: E402
+
+QUESTIONS = ["how do I install it?", "what does the license allow?", "configure the driver", "error handling"]
+
+
+def records(n: int = 12) -> list[dict]:
+    docs = sorted(corpus(), key=lambda d: len(d["text"]))
+    picked = [d for d in docs if 1500 < len(d["text"]) < 5000][:n]
+    return [
+        {**d, "url": f"https://example.org/{i}", "acl": "staff" if i % 3 == 0 else "public"}
+        for i, d in enumerate(picked)
+    ]
+
+
+def write_jsonl(path: Path, docs: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    return path
+
+
+def spans(payload) -> list[tuple[str, int, int]]:
+    return [(p.doc_id, p.start, p.end) for p in payload.passages]
+
+
+def changed(docs: list[dict]) -> list[dict]:
+    out = [dict(d) for d in docs]
+    out[4]["text"] += "\n\nA closing paragraph on installing the package with pip."
+    out[9]["acl"] = "staff"
+    return out
+
+
+@pytest.fixture(scope="module")
+def encoder(model_cache):
+    from chunkforge.encoder import Encoder
+
+    return Encoder.default()
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory, encoder) -> Path:
+    """A tree dataset of the records (vectors), its store, and a dataset of the changed records."""
+    root = tmp_path_factory.mktemp("store")
+    pipeline.run(
+        [write_jsonl(root / "docs.jsonl", records())], root / "vectors", encoder=encoder, units="tree", shard_docs=4
+    )
+    pipeline.run(
+        [write_jsonl(root / "new.jsonl", changed(records()))], root / "new", encoder=encoder, units="tree", shard_docs=4
+    )
+    write_store(root / "vectors", root / "store.lancedb")
+    return root
+
+
+def test_store_answers_as_the_in_memory_index(job, encoder):
+    store, memory = Index.open(job / "store.lancedb", encoder), Index.from_dataset(job / "vectors", encoder)
+    assert isinstance(store, StoreIndex) and store.version == 1
+    assert len(store) == len(memory) and store.leaf_count == memory.leaf_count
+    shared = 0
+    for question in QUESTIONS:
+        # dense: the same nearest leaves (an exact scan below the ANN threshold; equal cosines
+        # of leaves with the same text may come in either order)
+        a, b = store.search(question, k=10, hybrid=False), memory.search(question, k=10, hybrid=False)
+        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-4)
+        assert len({h.text for h in a} ^ {h.text for h in b}) <= 2
+        a, b = store.query(question), memory.query(question)
+        assert all(p.text == memory.document(p.doc_id)[p.start : p.end] for p in a.passages)
+        assert a.token_count <= 1000
+        shared += len(set(spans(a)) & set(spans(b))) / max(len(spans(b)), 1)
+    assert shared / len(QUESTIONS) > 0.5  # BM25 on LanceDB's index: same terms, its own scoring
+    doc_id = memory.doc_ids[3]
+    assert store.document(doc_id) == memory.document(doc_id)
+    assert store.metadata(doc_id) == memory.metadata(doc_id)
+    a, b = store.tree(doc_id), memory.tree(doc_id)
+    assert (a.nodes == b.nodes).all() and a.headings == b.headings
+
+
+def test_store_filters_by_metadata_and_returns_it(job, encoder):
+    store = Index.open(job / "store.lancedb", encoder)
+    acl = {d["id"]: d["acl"] for d in records()}
+    payload = store.query("how do I install it?", where={"acl": "staff"})
+    assert payload.passages and {acl[p.doc_id] for p in payload.passages} == {"staff"}
+    assert all(payload.metadata[p.doc_id]["acl"] == "staff" for p in payload.passages)
+    assert {acl[h.doc_id] for h in store.search("install", k=40, where={"acl": ["staff", "public"]})} == {
+        "staff",
+        "public",
+    }
+    assert store.search("install", where={"acl": "nobody"}) == []
+    with pytest.raises(TypeError, match="where"):
+        store.search("install", where={"acl": {"x": 1}})
+
+
+def test_store_expands_spans_and_refuses_foreign_hits(job, encoder):
+    store, memory = Index.open(job / "store.lancedb", encoder), Index.from_dataset(job / "vectors", encoder)
+    doc_id = memory.doc_ids[2]
+    leaf = memory.leaves(doc_id)[4]
+    span = [(doc_id, leaf.start, leaf.end, 0.8)]
+    assert spans(store.expand(span, window=1)) == spans(memory.expand(span, window=1))
+    # a hit of the in-memory index names its leaf by span: relabelled onto the store's leaf
+    assert spans(store.expand([leaf], window=1)) == spans(memory.expand([leaf], window=1))
+    with pytest.raises(ValueError, match="not a leaf"):
+        store.expand([replace(leaf, start=leaf.start + 1)])
+    with pytest.raises(KeyError, match="nowhere"):
+        store.expand([("nowhere", 0, 5, 1.0)])
+
+
+def test_update_rewrites_only_changed_shards_and_equals_a_clean_store(job, encoder, tmp_path):
+    shutil.copytree(job / "store.lancedb", tmp_path / "store")
+    reader = Index.open(tmp_path / "store", encoder)
+    before = spans(reader.query("installing the package with pip"))
+    assert write_store(job / "new", tmp_path / "store") == 2
+    assert write_store(job / "new", tmp_path / "store") == 2  # up to date: no new commit
+    # a reader stays on its version until it reloads
+    assert reader.version == 1 and spans(reader.query("installing the package with pip")) == before
+    assert reader.reload() and reader.version == 2
+    write_store(job / "new", tmp_path / "clean")
+    assert rows_of(tmp_path / "store") == rows_of(tmp_path / "clean")
+    clean = Index.open(tmp_path / "clean", encoder)
+    same = 0
+    for question in [*QUESTIONS, "installing the package with pip"]:
+        assert [h.score for h in reader.search(question, hybrid=False)] == pytest.approx(
+            [h.score for h in clean.search(question, hybrid=False)], abs=1e-6
+        )
+        same += spans(reader.query(question)) == spans(clean.query(question))
+    assert same >= 3  # the full-text index's own ties may order equal passages otherwise
+    moved = changed(records())[9]
+    assert reader.metadata(moved["id"])["acl"] == "staff"
+    import lancedb
+
+    db = lancedb.connect(tmp_path / "store")
+    leaves = db.open_table("leaves").to_arrow()
+    manifest = json.loads((job / "new" / "manifest.json").read_text())
+    assert leaves.num_rows == manifest["rows"]
+    assert set(leaves.column("shard").to_pylist()) == {Path(e["file"]).name.split(".")[0] for e in manifest["shards"]}
+
+
+WRITER = """
+import sys
+from chunkforge.index.store import write_store
+write_store(sys.argv[1], sys.argv[2], ann_min_rows=256, ann_partitions=2)
+"""
+
+READER = """
+import json, sys, time
+from chunkforge.index import Index
+from chunkforge.encoder import Encoder
+index = Index.open(sys.argv[1], Encoder.default())
+seen = []
+deadline = time.time() + float(sys.argv[2])
+while time.time() < deadline:
+    index.reload()
+    hits = index.search("how do I install it?", k=5, hybrid=False)
+    seen.append([index.version, index.leaf_count, len(hits)])
+print(json.dumps(seen))
+"""
+
+
+def test_writer_killed_mid_update_leaves_the_last_commit_and_readers_one_version(job, encoder, tmp_path):
+    store = tmp_path / "store"
+    shutil.copytree(job / "store.lancedb", store)
+    rows = {1: Index.open(store, encoder).leaf_count}
+    rows[2] = json.loads((job / "new" / "manifest.json").read_text())["rows"]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).parents[1] / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
+    readers = [
+        subprocess.Popen([sys.executable, "-c", READER, str(store), "25"], stdout=subprocess.PIPE, env=env)
+        for _ in range(2)
+    ]
+    rng = random.Random(7)
+    for _ in range(4):  # killed at random moments of the update
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(job / "new"), str(store)], env=env)
+        time.sleep(rng.uniform(1.0, 4.0))
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+        index = Index.open(store, encoder)
+        assert index.version in rows and index.leaf_count == rows[index.version]
+    subprocess.run([sys.executable, "-c", WRITER, str(job / "new"), str(store)], env=env, check=True, timeout=600)
+    for reader in readers:
+        out, _ = reader.communicate(timeout=120)
+        seen = json.loads(out)
+        assert seen and all(version in rows and count == rows[version] and n == 5 for version, count, n in seen)
+    index = Index.open(store, encoder)
+    assert index.version >= 2 and index.leaf_count == rows[2]
+    clean = tmp_path / "clean"
+    write_store(job / "new", clean, ann_min_rows=256, ann_partitions=2)
+    assert rows_of(store) == rows_of(clean)
+    other = Index.open(clean, encoder)
+    for question in QUESTIONS:  # an ANN index trained on other rows may rank near-ties otherwise
+        assert [h.score for h in index.search(question, hybrid=False)] == pytest.approx(
+            [h.score for h in other.search(question, hybrid=False)], abs=0.02
+        )
+
+
+def rows_of(uri: Path) -> dict[str, list]:
+    """Each table's rows at the latest commit, sorted (vectors left out)."""
+    import lancedb
+
+    from chunkforge.index.store import last_commit
+
+    db = lancedb.connect(uri)
+    commit = last_commit(db)
+    out = {}
+    for name in ("leaves", "parents", "docs"):
+        table = db.open_table(name)
+        table.checkout(commit[name])
+        columns = [c for c in table.schema.names if c != "vector"]
+        out[name] = sorted(map(str, table.to_arrow().select(columns).to_pylist()))
+    return out
+
+
+def test_ann_index_finds_each_leaf(job, encoder, tmp_path):
+    write_store(job / "vectors", tmp_path / "ann", ann_min_rows=256, ann_partitions=2)
+    import lancedb
+
+    names = [i.name for i in lancedb.connect(tmp_path / "ann").open_table("leaves").list_indices()]
+    assert any("vector" in n for n in names)
+    store, memory = Index.open(tmp_path / "ann", encoder), Index.from_dataset(job / "vectors", encoder)
+    leaves = memory.leaves()
+    found = sum(leaf.id in [h.id for h in store.search(leaf.text, k=10, hybrid=False)] for leaf in leaves[::53])
+    assert found >= 0.9 * len(leaves[::53])
+
+
+def test_store_refuses_plain_chunks_and_other_settings(job, encoder, tmp_path):
+    from chunkforge.errors import InputError
+
+    pipeline.run([write_jsonl(tmp_path / "d.jsonl", records(2))], tmp_path / "plain", encoder=encoder)
+    with pytest.raises(InputError, match="--index"):
+        write_store(tmp_path / "plain", tmp_path / "s")
+    pipeline.run([tmp_path / "d.jsonl"], tmp_path / "other", encoder=encoder, units="tree", leaf_tokens=32)
+    shutil.copytree(job / "store.lancedb", tmp_path / "store")
+    with pytest.raises(InputError, match="other settings"):
+        write_store(tmp_path / "other", tmp_path / "store")
+    with pytest.raises(FileNotFoundError, match="no chunkforge store"):
+        Index.open(tmp_path / "empty", encoder)
+
+
+def test_cli_embed_docs_index_lancedb_then_query(tmp_path, capsys, model_cache):
+    from chunkforge.cli import main
+
+    docs = write_jsonl(tmp_path / "docs.jsonl", records(3))
+    assert (
+        main(["embed-docs", str(docs), "--out", str(tmp_path / "v"), "--index", "--lancedb", str(tmp_path / "s")]) == 0
+    )
+    assert main(["query", str(tmp_path / "s"), "how do I install it?", "--where", "acl=staff", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["passages"] and all(payload["metadata"][p["doc_id"]]["acl"] == "staff" for p in payload["passages"])
