@@ -344,3 +344,91 @@ def test_api_contract(api_schema, server, path, method, mode):
         case.call_and_validate(base_url=server, excluded_checks=[positive_data_acceptance])
 
     check()
+
+
+# the framework retrievers, served and in process ----------------------------------------------
+
+RETRIEVED = {"k": 8, "expansion": {"budget_tokens": 300, "window": 1}}
+
+
+def expected_passages(index: Index, question: str) -> list[tuple[str, dict]]:
+    payload = index.query(question, k=RETRIEVED["k"], **RETRIEVED["expansion"])
+    return [
+        (p.text, {"doc_id": p.doc_id, "start": p.start, "end": p.end, "token_count": p.token_count})
+        for p in payload.passages
+    ]
+
+
+def spans(texts_and_meta) -> list[tuple[str, dict]]:
+    keys = ("doc_id", "start", "end", "token_count")
+    return [(text, {k: meta[k] for k in keys}) for text, meta in texts_and_meta]
+
+
+@pytest.mark.parametrize("where", ["served", "in process"])
+def test_langchain_retriever(index, server, saved, where):
+    pytest.importorskip("langchain_core")
+    from langchain_core.retrievers import BaseRetriever
+
+    from chunkforge.integrations.langchain import ChunkforgeRetriever
+
+    retriever = ChunkforgeRetriever(index=server if where == "served" else index, **RETRIEVED)
+    assert isinstance(retriever, BaseRetriever)
+    for question in QUESTIONS[:2]:
+        docs = retriever.invoke(question)
+        assert spans((d.page_content, d.metadata) for d in docs) == expected_passages(index, question)
+        for d in docs:
+            assert index.document(d.metadata["doc_id"])[d.metadata["start"] : d.metadata["end"]] == d.page_content
+            assert d.metadata["hit_ids"] and d.metadata["heading_path"] is not None
+            assert d.metadata.get("version") == ((saved / "CURRENT").read_text().strip() if where == "served" else None)
+
+
+@pytest.mark.parametrize("where", ["served", "in process"])
+def test_llamaindex_retriever(index, server, where):
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.retrievers import BaseRetriever
+    from llama_index.core.schema import MetadataMode
+
+    from chunkforge.integrations.llamaindex import ChunkforgeRetriever
+
+    retriever = ChunkforgeRetriever(server if where == "served" else index, **RETRIEVED)
+    assert isinstance(retriever, BaseRetriever)
+    question = QUESTIONS[0]
+    found = retriever.retrieve(question)
+    nodes = [n.node for n in found]
+    assert spans((n.get_content(), n.metadata) for n in nodes) == expected_passages(index, question)
+    assert [(n.start_char_idx, n.end_char_idx) for n in nodes] == [
+        (n.metadata["start"], n.metadata["end"]) for n in nodes
+    ]
+    assert [n.score for n in found] == [n.metadata["score"] for n in nodes]
+    assert nodes[0].get_content(metadata_mode=MetadataMode.LLM) == nodes[0].get_content()
+
+
+@pytest.mark.parametrize("where", ["served", "in process"])
+def test_haystack_retriever_in_a_pipeline(index, server, where):
+    pytest.importorskip("haystack")
+    from haystack import Pipeline
+
+    from chunkforge.integrations.haystack import ChunkforgeRetriever
+
+    pipeline = Pipeline()
+    pipeline.add_component("retriever", ChunkforgeRetriever(server if where == "served" else index, **RETRIEVED))
+    question = QUESTIONS[1]
+    docs = pipeline.run({"retriever": {"query": question}})["retriever"]["documents"]
+    assert spans((d.content, d.meta) for d in docs) == expected_passages(index, question)
+    assert [d.score for d in docs] == [d.meta["score"] for d in docs]
+    fewer = pipeline.run({"retriever": {"query": question, "k": 1}})["retriever"]["documents"]
+    one = index.query(question, k=1, **RETRIEVED["expansion"]).passages
+    assert [(d.meta["doc_id"], d.meta["start"], d.meta["end"]) for d in fewer] == [
+        (p.doc_id, p.start, p.end) for p in one
+    ]
+
+
+def test_client_errors_name_the_status_and_field(server):
+    from chunkforge.serve import ServiceClient, ServiceError
+
+    client = ServiceClient(server)
+    with pytest.raises(ServiceError) as caught:
+        client.query("x", k=0)
+    assert caught.value.status == 422 and "'k'" in str(caught.value)
+    assert [h.leaf for h in client.search("license", k=3)] and client.query("license").version.startswith("v-")
+    client.close()
