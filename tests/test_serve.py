@@ -268,7 +268,9 @@ def test_hot_reload_during_requests_fails_none(index, encoder, tmp_path):
                 time.sleep(0.05)
             assert httpx.get(url + "/health").json()["version"] == version
             assert httpx.get(url + "/stats").json()["documents"] == len(saved)
+        (folder / "CURRENT").write_text("v-999999\n")  # a version that cannot be read
         time.sleep(0.5)
+        assert httpx.get(url + "/health").json()["version"] == "v-000004"
     finally:
         stop_flag.set()
         for w in workers:
@@ -285,6 +287,16 @@ def test_hot_reload_during_requests_fails_none(index, encoder, tmp_path):
     assert extra["id"] in by_version["v-000002"] and extra["id"] in by_version["v-000004"]
     assert extra["id"] not in by_version["v-000001"] | by_version["v-000003"]
     assert stats["reloads"] == 3
+
+
+def test_workers_each_load_the_index(index, saved):
+    process, url = start_server(saved, "--workers", "2", "--reload-interval", "0")
+    try:
+        with httpx.Client(base_url=url, timeout=60) as http, ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda q: http.post("/query", json={"question": q, "k": 10}), QUESTIONS * 4))
+    finally:
+        stop(process)
+    assert [served_passages(a.json()) for a in answers] == [passages(index.query(q, k=10)) for q in QUESTIONS * 4]
 
 
 def test_timeout_is_a_504(saved):

@@ -21,7 +21,9 @@ def add_parser(commands: Any) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument("--workers", type=int, default=1, metavar="N", help="processes, each with the index (default 1)")
-    serve.add_argument("--threads", type=int, metavar="N", help="requests run at once per worker (default: Python's)")
+    serve.add_argument(
+        "--threads", type=int, default=32, metavar="N", help="requests run at once per worker (default 32)"
+    )
     serve.add_argument("--timeout", type=float, default=10.0, metavar="S", help="seconds per request (default 10)")
     serve.add_argument(
         "--max-body", type=int, default=1 << 20, metavar="BYTES", help="largest request body (default 1 MiB)"
@@ -51,7 +53,7 @@ def run(args: argparse.Namespace) -> str:
         ("--threads", args.threads, 1),
         ("--max-body", args.max_body, 1),
     ):
-        if value is not None and value < least:
+        if value < least:
             raise InputError(f"{flag} must be at least {least}, not {value}")
     if args.port > 65535:
         raise InputError(f"--port must be at most 65535, not {args.port}")
