@@ -59,7 +59,7 @@ class Settings:
     threads: int = 32
 
 
-class ServiceError(Exception):
+class ErrorAnswer(Exception):
     """An answer other than 200: its status and the message for ``detail``."""
 
     def __init__(self, status: int, detail: Any) -> None:
@@ -81,18 +81,19 @@ class Service:
         self.in_flight = 0
         self.requests: Counter[str] = Counter()
 
-    async def run(self, work: Callable[[], T], path: str, field: str) -> T:
+    async def run(self, work: Callable[[], T], path: str, field: str | None = None) -> T:
         """``work()`` for a request to ``path``, in the pool within the timeout; the index's
-        ValueError or TypeError (a hit not in this version, a filter it rejects) is a 422
-        naming ``field``."""
+        ValueError or TypeError (a hit not in this version, a filter it rejects: its message
+        names the parameter) is a 422 at ``field`` (None: the body)."""
         loop = asyncio.get_running_loop()
         self.in_flight += 1
         try:
             result = await asyncio.wait_for(loop.run_in_executor(self.pool, work), self.settings.timeout_s)
         except asyncio.TimeoutError:
-            raise ServiceError(504, f"the request took longer than {self.settings.timeout_s:g} s") from None
+            raise ErrorAnswer(504, f"the request took longer than {self.settings.timeout_s:g} s") from None
         except (ValueError, TypeError) as exc:
-            raise ServiceError(422, [{"loc": ["body", field], "msg": str(exc), "type": "value_error"}]) from exc
+            loc = ["body"] if field is None else ["body", field]
+            raise ErrorAnswer(422, [{"loc": loc, "msg": str(exc), "type": "value_error"}]) from exc
         finally:
             self.in_flight -= 1
         self.requests[path] += 1
@@ -153,8 +154,8 @@ def create_app(source: Source, settings: Settings | None = None) -> FastAPI:
         504: {"model": ErrorResponse, "description": "the request took longer than the timeout"},
     }
 
-    @app.exception_handler(ServiceError)
-    async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
+    @app.exception_handler(ErrorAnswer)
+    async def service_error(request: Request, exc: ErrorAnswer) -> JSONResponse:
         return JSONResponse({"detail": exc.detail}, status_code=exc.status)
 
     @app.post("/search", response_model=SearchResponse, responses=errors)
@@ -162,7 +163,7 @@ def create_app(source: Source, settings: Settings | None = None) -> FastAPI:
         """The best leaves for a query (``Index.search``)."""
         served = service.served
         options = _search_options(served, request)
-        hits = await service.run(lambda: served.search(request.query, **options), "/search", "query")
+        hits = await service.run(lambda: served.search(request.query, **options), "/search")
         return _json({"version": served.version, "hits": _hits(hits)})
 
     @app.post(
@@ -175,7 +176,7 @@ def create_app(source: Source, settings: Settings | None = None) -> FastAPI:
         version they came from (409 when the service has switched since)."""
         served = service.served
         if request.version is not None and request.version != served.version:
-            raise ServiceError(
+            raise ErrorAnswer(
                 409, f"version: the hits are from {request.version}, the service answers from {served.version}"
             )
         hits = [Hit(**{**h.model_dump(), "heading_path": tuple(h.heading_path)}) for h in request.hits]
@@ -191,7 +192,6 @@ def create_app(source: Source, settings: Settings | None = None) -> FastAPI:
         payload = await service.run(
             lambda: served.expand(served.search(request.question, **search_options), **expand_options),
             "/query",
-            "question",
         )
         return _json(_payload(served.version, payload))
 
@@ -221,7 +221,7 @@ def _search_options(served: Servable, request: SearchRequest | QueryRequest) -> 
     """``search``'s keyword arguments; 422 for ``where`` on an index whose search takes none."""
     options = request.search_options()
     if "where" in options and "where" not in inspect.signature(served.search).parameters:
-        raise ServiceError(
+        raise ErrorAnswer(
             422,
             [{"loc": ["body", "where"], "msg": "this index takes no metadata filter (where)", "type": "value_error"}],
         )
