@@ -309,12 +309,17 @@ def test_timeout_is_a_504(saved):
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
-    assert main(["serve", str(tmp_path / "nothing")]) == 2
+    assert main(["serve", str(tmp_path / "nothing"), "--port", str(free_port())]) == 2
     assert main(["serve", str(tmp_path), "--port", "70000"]) == 2
     assert main(["serve", str(tmp_path), "--workers", "0"]) == 2
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        assert main(["serve", str(tmp_path), "--port", str(busy.getsockname()[1])]) == 2
     errors = capsys.readouterr().err.strip().splitlines()
-    assert len(errors) == 3 and all(e.startswith("chunkforge: error: ") for e in errors)
+    assert len(errors) == 4 and all(e.startswith("chunkforge: error: ") for e in errors)
     assert "CURRENT" in errors[0] and "--port" in errors[1] and "--workers" in errors[2]
+    assert "cannot listen" in errors[3]
 
 
 def test_openapi_spec_is_the_checked_in_one(http):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
+import sys
 from typing import Any
 
 from ..errors import InputError
@@ -65,14 +67,23 @@ def run(args: argparse.Namespace) -> str:
         reload_interval_s=args.reload_interval,
         threads=args.threads,
     )
+    try:  # a busy port is a one-line error here, not uvicorn's log and exit 3 after the index loaded
+        socket.create_server(
+            (args.host, args.port), family=socket.AF_INET6 if ":" in args.host else socket.AF_INET
+        ).close()
+    except OSError as exc:
+        raise InputError(f"--host {args.host} --port {args.port}: cannot listen there ({exc.strerror or exc})") from exc
     source = SavedIndexSource(args.index)
     log_level = "info" if args.verbose else "warning"
+    url = f"http://{args.host}:{args.port}"
     try:
         if args.workers == 1:
             app = create_app(source, settings)
+            print(f"chunkforge serve: {args.index} ({app.state.service.served.version}) on {url}", file=sys.stderr)
             uvicorn.run(app, host=args.host, port=args.port, log_level=log_level, access_log=args.verbose)
         else:
             source.probe()  # each worker opens the index itself
+            print(f"chunkforge serve: {args.index} on {url}, {args.workers} workers", file=sys.stderr)
             os.environ[SETTINGS_ENV] = settings_environment(os.path.abspath(args.index), settings)
             uvicorn.run(
                 "chunkforge.serve.app:app_from_environment",
