@@ -98,8 +98,8 @@ class SavedIndexSource:
         """The version ``CURRENT`` names."""
         try:
             return (self.path / "CURRENT").read_text(encoding="utf-8").strip()
-        except FileNotFoundError as exc:
-            raise SourceError(f"{self.path} is not a chunkforge index (no CURRENT file)") from exc
+        except OSError as exc:
+            raise SourceError(f"{self.path} is not a chunkforge index (cannot read its CURRENT file)") from exc
 
     def open(self, previous: Servable | None) -> SavedIndex:
         """Loads the version ``CURRENT`` names, with ``previous``'s encoder when it is one
@@ -116,13 +116,17 @@ class SavedIndexSource:
             except (OSError, CorruptIndexError) as exc:
                 error = exc  # a save removed the version being read: read the next one
                 continue
-            except ValueError:  # built with another encoder (dim)
-                reused = None
+            except ValueError as exc:  # built with another encoder (dim): load it with its own
+                error, reused = exc, None
                 continue
             if reused is not None and index.encoder_variant != reused.encoder_variant:
                 reused = None
                 continue
             if self.probe() == version:
+                try:
+                    _ = index.encoder
+                except (ImportError, OSError, ValueError) as exc:
+                    raise SourceError(f"cannot load the encoder of the index at {self.path}: {exc}") from exc
                 index.search("warm up", k=1)
                 return SavedIndex(index, version)
         raise SourceError(f"cannot open the index at {self.path}: {error or 'it changed while being read'}")
