@@ -33,6 +33,7 @@ MODULES = [
     "chunkforge.cli",
     "chunkforge.cli.chunk",
     "chunkforge.cli.embed",
+    "chunkforge.serve.models",
 ]
 
 

@@ -4,7 +4,8 @@
 - ``chunkforge embed CHUNKS --out FILE`` (:mod:`~chunkforge.cli.embed`): embeds chunk records, resumably;
 - ``chunkforge embed-docs DOCS --out DATASET`` (:mod:`chunkforge.pipeline`): the bulk job;
 - ``chunkforge index build`` / ``chunkforge query`` (:mod:`~chunkforge.cli.index`, :mod:`~chunkforge.cli.query`);
-- ``chunkforge eval`` (:mod:`~chunkforge.cli.eval`): compares chunking configs.
+- ``chunkforge eval`` (:mod:`~chunkforge.cli.eval`): compares chunking configs;
+- ``chunkforge serve INDEX`` (:mod:`~chunkforge.cli.serve`): the query service.
 
 Inputs are read by :mod:`chunkforge._io` (one reader, one document-id rule); chunkers
 and encoders are built from the flags by :mod:`chunkforge._options`.
@@ -30,6 +31,7 @@ COMMANDS = {
     "eval": ".eval",
     "index": ".index",
     "query": ".query",
+    "serve": ".serve",
     "embed-docs": "..pipeline",
 }
 """Each command and the module (relative to this package) with its ``add_parser`` and ``run``."""

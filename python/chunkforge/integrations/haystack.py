@@ -96,3 +96,36 @@ class ChunkforgeTextEmbedder:
     def run(self, text: str) -> dict[str, list[float]]:
         self.warm_up()
         return {"embedding": self.encoder.embed_query(text).tolist()}
+
+
+# -- retrieval: chunkforge's packed passages, from `chunkforge serve` or an in-process Index ------
+
+
+@component
+class ChunkforgeRetriever:
+    """A Haystack retriever of chunkforge's expanded, packed passages: one ``Document`` per
+    passage of ``query`` on ``index`` (the URL of a running ``chunkforge serve``, or an
+    in-process :class:`~chunkforge.index.Index`), scored by the passage's best hit, its
+    ``meta`` the passage's ``doc_id``, exact ``start``/``end``, ``token_count``, ``score``,
+    ``heading_path``, ``hit_ids`` (and, served, the index ``version``). ``k`` and
+    ``expansion`` as for :meth:`Index.query <chunkforge.index.Index.query>`; ``run`` may
+    override ``k``.
+
+    >>> pipeline.add_component("retriever", ChunkforgeRetriever("http://127.0.0.1:8000"))  # doctest: +SKIP
+    >>> pipeline.run({"retriever": {"query": "how do I install it?"}})["retriever"]["documents"][0].meta["start"]  # doctest: +SKIP
+    1204
+    """
+
+    def __init__(self, index: Any, k: int | None = None, expansion: dict[str, Any] | None = None) -> None:
+        from ..serve.client import connect
+
+        self.index = connect(index)
+        self.k = k
+        self.expansion = dict(expansion or {})
+
+    @component.output_types(documents=list[Document])
+    def run(self, query: str, k: int | None = None) -> dict[str, list[Document]]:
+        from ..serve.client import retrieve
+
+        passages = retrieve(self.index, query, self.k if k is None else k, self.expansion)
+        return {"documents": [Document(content=text, meta=meta, score=meta["score"]) for text, meta in passages]}

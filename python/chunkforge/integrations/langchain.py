@@ -94,3 +94,44 @@ class ChunkforgeEmbeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         vector: list[float] = self.encoder.embed_query(text).tolist()
         return vector
+
+
+# -- retrieval: chunkforge's packed passages, from `chunkforge serve` or an in-process Index ------
+
+from langchain_core.callbacks import CallbackManagerForRetrieverRun  # noqa: E402
+from langchain_core.retrievers import BaseRetriever  # noqa: E402
+from pydantic import ConfigDict, Field, PrivateAttr  # noqa: E402
+
+
+class ChunkforgeRetriever(BaseRetriever):
+    """A LangChain retriever of chunkforge's expanded, packed passages: one ``Document`` per
+    passage of ``query`` on ``index`` (the URL of a running ``chunkforge serve``, or an
+    in-process :class:`~chunkforge.index.Index`), its ``metadata`` the passage's ``doc_id``,
+    exact ``start``/``end``, ``token_count``, ``score``, ``heading_path``, ``hit_ids`` (and,
+    served, the index ``version``). ``k`` and ``expansion`` (``budget_tokens``, ``window``, ...;
+    served, search filters too) as for :meth:`Index.query <chunkforge.index.Index.query>`.
+
+    >>> retriever = ChunkforgeRetriever(index="http://127.0.0.1:8000", expansion={"budget_tokens": 500})  # doctest: +SKIP
+    >>> retriever.invoke("how do I install it?")[0].metadata["start"]  # doctest: +SKIP
+    1204
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    index: Any
+    k: int | None = None
+    expansion: dict[str, Any] = Field(default_factory=dict)
+    _queried: Any = PrivateAttr()
+
+    def model_post_init(self, context: Any) -> None:
+        from ..serve.client import connect
+
+        super().model_post_init(context)
+        self._queried = connect(self.index)
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        from ..serve.client import retrieve
+
+        return [
+            Document(page_content=text, metadata=meta)
+            for text, meta in retrieve(self._queried, query, self.k, self.expansion)
+        ]

@@ -145,3 +145,53 @@ class ChunkforgeEmbedding(BaseEmbedding):
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         vectors: list[list[float]] = self._encoder.embed(texts).tolist()
         return vectors
+
+
+# -- retrieval: chunkforge's packed passages, from `chunkforge serve` or an in-process Index ------
+
+from llama_index.core.retrievers import BaseRetriever  # noqa: E402
+from llama_index.core.schema import NodeWithScore, QueryBundle  # noqa: E402
+
+PASSAGE_KEYS = ("doc_id", "start", "end", "token_count", "score", "heading_path", "hit_ids", "version")
+"""Passage fields put in node metadata, kept out of the text the embedder and the LLM see."""
+
+
+class ChunkforgeRetriever(BaseRetriever):
+    """A LlamaIndex retriever of chunkforge's expanded, packed passages: one ``TextNode`` per
+    passage of ``query`` on ``index`` (the URL of a running ``chunkforge serve``, or an
+    in-process :class:`~chunkforge.index.Index`), with exact ``start_char_idx``/``end_char_idx``
+    into its document, scored by the passage's best hit; ``metadata`` the passage's
+    ``doc_id``, ``start``, ``end``, ``token_count``, ``score``, ``heading_path``,
+    ``hit_ids`` (and, served, the index ``version``). ``k`` and ``expansion`` as for
+    :meth:`Index.query <chunkforge.index.Index.query>`.
+
+    >>> retriever = ChunkforgeRetriever("http://127.0.0.1:8000", expansion={"budget_tokens": 500})  # doctest: +SKIP
+    >>> retriever.retrieve("how do I install it?")[0].node.start_char_idx  # doctest: +SKIP
+    1204
+    """
+
+    def __init__(
+        self, index: Any, k: int | None = None, expansion: dict[str, Any] | None = None, **kwargs: Any
+    ) -> None:
+        from ..serve.client import connect
+
+        super().__init__(**kwargs)
+        self.index = connect(index)
+        self.k = k
+        self.expansion = dict(expansion or {})
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        from ..serve.client import retrieve
+
+        nodes = []
+        for text, meta in retrieve(self.index, query_bundle.query_str, self.k, self.expansion):
+            node = TextNode(
+                text=text,
+                metadata=meta,
+                start_char_idx=meta["start"],
+                end_char_idx=meta["end"],
+                excluded_embed_metadata_keys=list(PASSAGE_KEYS),
+                excluded_llm_metadata_keys=list(PASSAGE_KEYS),
+            )
+            nodes.append(NodeWithScore(node=node, score=meta["score"]))
+        return nodes

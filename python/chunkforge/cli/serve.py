@@ -1,0 +1,99 @@
+"""``chunkforge serve INDEX``: the query service over a saved index (see ``docs/serve.md``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from typing import Any
+
+from ..errors import InputError
+
+
+def add_parser(commands: Any) -> None:
+    """Registers ``chunkforge serve`` on the CLI's subcommands."""
+    serve = commands.add_parser(
+        "serve",
+        help="serve an index over HTTP: /query, /search, /expand, hot reload",
+        description="Serve a saved index (loaded once per worker, switched to each new saved version "
+        "between requests): POST /query, /search, /expand; GET /health, /stats, /openapi.json.",
+    )
+    serve.add_argument("index", metavar="INDEX", help="index folder (from `chunkforge index build` or Index.save)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    serve.add_argument("--workers", type=int, default=1, metavar="N", help="processes, each with the index (default 1)")
+    serve.add_argument(
+        "--threads", type=int, default=32, metavar="N", help="requests run at once per worker (default 32)"
+    )
+    serve.add_argument("--timeout", type=float, default=10.0, metavar="S", help="seconds per request (default 10)")
+    serve.add_argument(
+        "--max-body", type=int, default=1 << 20, metavar="BYTES", help="largest request body (default 1 MiB)"
+    )
+    serve.add_argument(
+        "--reload-interval",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="seconds between looks for a new saved version (default 1; 0: never reload)",
+    )
+    serve.add_argument("-v", "--verbose", action="store_true", help="log each request")
+
+
+def run(args: argparse.Namespace) -> str:
+    """The ``serve`` command: runs until interrupted; returns the summary line."""
+    try:
+        import uvicorn
+
+        from ..serve import SavedIndexSource, Settings, SourceError, create_app
+        from ..serve.app import SETTINGS_ENV, settings_environment
+    except ImportError as exc:
+        raise InputError(f'{exc}: pip install "chunkforge[serve]"') from exc
+    for flag, value, least in (
+        ("--port", args.port, 0),
+        ("--workers", args.workers, 1),
+        ("--threads", args.threads, 1),
+        ("--max-body", args.max_body, 1),
+    ):
+        if value < least:
+            raise InputError(f"{flag} must be at least {least}, not {value}")
+    if args.port > 65535:
+        raise InputError(f"--port must be at most 65535, not {args.port}")
+    if not args.timeout > 0 or not args.reload_interval >= 0:
+        raise InputError("--timeout must be positive and --reload-interval not negative")
+    settings = Settings(
+        timeout_s=args.timeout,
+        max_body_bytes=args.max_body,
+        reload_interval_s=args.reload_interval,
+        threads=args.threads,
+    )
+    try:  # a busy port is a one-line error here, not uvicorn's log and exit 3 after the index loaded
+        socket.create_server(
+            (args.host, args.port), family=socket.AF_INET6 if ":" in args.host else socket.AF_INET
+        ).close()
+    except OSError as exc:
+        raise InputError(f"--host {args.host} --port {args.port}: cannot listen there ({exc.strerror or exc})") from exc
+    source = SavedIndexSource(args.index)
+    log_level = "info" if args.verbose else "warning"
+    url = f"http://{args.host}:{args.port}"
+    try:
+        if args.workers == 1:
+            app = create_app(source, settings)
+            print(f"chunkforge serve: {args.index} ({app.state.service.served.version}) on {url}", file=sys.stderr)
+            uvicorn.run(app, host=args.host, port=args.port, log_level=log_level, access_log=args.verbose)
+        else:
+            source.probe()  # each worker opens the index itself
+            print(f"chunkforge serve: {args.index} on {url}, {args.workers} workers", file=sys.stderr)
+            os.environ[SETTINGS_ENV] = settings_environment(os.path.abspath(args.index), settings)
+            uvicorn.run(
+                "chunkforge.serve.app:app_from_environment",
+                factory=True,
+                host=args.host,
+                port=args.port,
+                workers=args.workers,
+                log_level=log_level,
+                access_log=args.verbose,
+            )
+    except SourceError as exc:
+        raise InputError(str(exc)) from exc
+    return f"served {args.index} on {args.host}:{args.port}"

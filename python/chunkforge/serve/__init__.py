@@ -1,0 +1,59 @@
+"""``chunkforge serve``: a query service over a saved index (``pip install "chunkforge[serve]"``).
+
+The index is opened once per process, read-only; requests run concurrently in a
+thread pool (the embedding and the native search and expansion release the GIL),
+each under a timeout; when a new version of the index is saved into the folder,
+the service switches to it between requests, and every answer names the version
+it came from. ``POST /query``, ``/search``, ``/expand``, ``GET /health``,
+``/stats``; the OpenAPI contract at ``/openapi.json`` (``docs/openapi.json``).
+See ``docs/serve.md``. The names are imported on first use, so the client (and the
+framework retrievers) need neither FastAPI nor uvicorn.
+
+>>> app = create_app(SavedIndexSource("my-index"))  # doctest: +SKIP
+>>> ServiceClient("http://127.0.0.1:8000").query("how do I install it?").passages[0].text  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .app import Settings, create_app
+    from .client import ServedPassage, ServedPayload, ServiceClient, ServiceError
+    from .source import SavedIndex, SavedIndexSource, Servable, Source, SourceError
+
+_MODULES = {
+    "Settings": ".app",
+    "create_app": ".app",
+    "ServedPassage": ".client",
+    "ServedPayload": ".client",
+    "ServiceClient": ".client",
+    "ServiceError": ".client",
+    "SavedIndex": ".source",
+    "SavedIndexSource": ".source",
+    "Servable": ".source",
+    "Source": ".source",
+    "SourceError": ".source",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_MODULES[name], __name__), name)
+
+
+__all__ = [
+    "SavedIndex",
+    "SavedIndexSource",
+    "Servable",
+    "ServedPassage",
+    "ServedPayload",
+    "ServiceClient",
+    "ServiceError",
+    "Settings",
+    "Source",
+    "SourceError",
+    "create_app",
+]

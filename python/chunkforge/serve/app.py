@@ -1,0 +1,286 @@
+"""The ASGI app (FastAPI): the servable opened once, each request's search and
+expansion run in a thread pool (they release the GIL) under a timeout, a watcher
+that switches to a new version between requests.
+
+>>> app = create_app(SavedIndexSource("my-index"), Settings(timeout_s=5))  # doctest: +SKIP
+>>> uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+import os
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any, TypeVar
+
+import pydantic_core
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+
+from ..index import Hit, Passage, Payload
+from .models import (
+    ErrorResponse,
+    ExpandRequest,
+    HealthResponse,
+    PayloadResponse,
+    QueryRequest,
+    SearchRequest,
+    SearchResponse,
+    StatsResponse,
+)
+from .source import SavedIndexSource, Servable, Source
+
+log = logging.getLogger("chunkforge.serve")
+T = TypeVar("T")
+
+SETTINGS_ENV = "CHUNKFORGE_SERVE"
+"""The environment variable that hands each worker process its index and settings (``--workers N``)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """``timeout_s`` per request (504 past it), ``max_body_bytes`` per request body (413
+    past it), ``reload_interval_s`` between looks for a new version (0: never),
+    ``threads`` running searches and expansions at once: more than the cores, since part
+    of each request waits (32 served 32 clients at 0.87x the queries/s of 32 threads in
+    process, Python's default pool of 6 at 0.54x: ``benches/results/serve.md``)."""
+
+    timeout_s: float = 10.0
+    max_body_bytes: int = 1 << 20
+    reload_interval_s: float = 1.0
+    threads: int = 32
+
+
+class ErrorAnswer(Exception):
+    """An answer other than 200: its status and the message for ``detail``."""
+
+    def __init__(self, status: int, detail: Any) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+class Service:
+    """The servable being answered from, the pool its work runs in, and the counters of ``/stats``."""
+
+    def __init__(self, source: Source, settings: Settings) -> None:
+        self.source = source
+        self.settings = settings
+        self.served: Servable = source.open(None)
+        self.pool = ThreadPoolExecutor(settings.threads, thread_name_prefix="chunkforge-serve")
+        self.started = time.monotonic()
+        self.reloads = 0
+        self.in_flight = 0
+        self.requests: Counter[str] = Counter()
+
+    async def run(self, work: Callable[[], T], path: str, field: str | None = None) -> T:
+        """``work()`` for a request to ``path``, in the pool within the timeout; the index's
+        ValueError or TypeError (a hit not in this version, a filter it rejects: its message
+        names the parameter) is a 422 at ``field`` (None: the body)."""
+        loop = asyncio.get_running_loop()
+        self.in_flight += 1
+        try:
+            result = await asyncio.wait_for(loop.run_in_executor(self.pool, work), self.settings.timeout_s)
+        except asyncio.TimeoutError:
+            raise ErrorAnswer(504, f"the request took longer than {self.settings.timeout_s:g} s") from None
+        except (ValueError, TypeError) as exc:
+            loc = ["body"] if field is None else ["body", field]
+            raise ErrorAnswer(422, [{"loc": loc, "msg": str(exc), "type": "value_error"}]) from exc
+        finally:
+            self.in_flight -= 1
+        self.requests[path] += 1
+        return result
+
+    async def watch(self) -> None:
+        """Every ``reload_interval_s``: when the source names another version, opens it
+        (outside the request pool) and switches to it; requests already running finish
+        on the version they started with. A version that cannot be opened is logged, and
+        tried again once the source names another."""
+        interval = self.settings.reload_interval_s
+        broken: str | None = None
+        while True:
+            await asyncio.sleep(interval)
+            newest: str | None = None  # None: the source cannot even say (no CURRENT)
+            try:
+                newest = await asyncio.to_thread(self.source.probe)
+                if newest in (self.served.version, broken):
+                    continue
+                served = await asyncio.to_thread(self.source.open, self.served)
+            except Exception as exc:  # keep serving the version held
+                broken = newest
+                log.warning("chunkforge serve: cannot reload (%s); still answering from %s", exc, self.served.version)
+                continue
+            if served.version != self.served.version:
+                self.served = served
+                self.reloads += 1
+                log.info("chunkforge serve: now answering from %s", served.version)
+
+
+def create_app(source: Source, settings: Settings | None = None) -> FastAPI:
+    """The service's app over ``source``, opened now (once per process)."""
+    settings = settings or Settings()
+    service = Service(source, settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        watcher = asyncio.create_task(service.watch()) if settings.reload_interval_s > 0 else None
+        yield
+        if watcher is not None:
+            watcher.cancel()
+        service.pool.shutdown(wait=False, cancel_futures=True)
+
+    from .. import __version__
+
+    app = FastAPI(
+        title="chunkforge",
+        version=__version__,
+        description="Index small, send big: search a chunkforge index and expand the hits into passages "
+        "packed into a token budget. Every answer names the index version it came from.",
+        lifespan=lifespan,
+        max_body_size=settings.max_body_bytes,
+    )
+    app.state.service = service
+    errors: dict[int | str, dict[str, Any]] = {
+        400: {"model": ErrorResponse, "description": "a body that cannot be read (not UTF-8)"},
+        413: {"description": "request body over the limit", "content": {"text/plain": {}}},
+        504: {"model": ErrorResponse, "description": "the request took longer than the timeout"},
+    }
+
+    @app.exception_handler(ErrorAnswer)
+    async def service_error(request: Request, exc: ErrorAnswer) -> JSONResponse:
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status)
+
+    @app.post("/search", response_model=SearchResponse, responses=errors)
+    async def search(request: SearchRequest) -> Response:
+        """The best leaves for a query (``Index.search``)."""
+        served = service.served
+        options = _search_options(served, request)
+        hits = await service.run(lambda: served.search(request.query, **options), "/search")
+        return _json({"version": served.version, "hits": _hits(hits)})
+
+    @app.post(
+        "/expand",
+        response_model=PayloadResponse,
+        responses={**errors, 409: {"model": ErrorResponse, "description": "the hits are from another version"}},
+    )
+    async def expand(request: ExpandRequest) -> Response:
+        """Hits (from ``/search``) to a payload (``Index.expand``); ``version`` names the
+        version they came from (409 when the service has switched since)."""
+        served = service.served
+        if request.version is not None and request.version != served.version:
+            raise ErrorAnswer(
+                409, f"version: the hits are from {request.version}, the service answers from {served.version}"
+            )
+        hits = [Hit(**{**h.model_dump(), "heading_path": tuple(h.heading_path)}) for h in request.hits]
+        options = request.expand_options()
+        payload = await service.run(lambda: served.expand(hits, **options), "/expand", "hits")
+        return _json(_payload(served.version, payload))
+
+    @app.post("/query", response_model=PayloadResponse, responses=errors)
+    async def query(request: QueryRequest) -> Response:
+        """Search then expand in one request (``Index.query``; ``budget_tokens`` 1,000 unless given)."""
+        served = service.served
+        search_options, expand_options = _search_options(served, request), request.expand_options()
+        payload = await service.run(
+            lambda: served.expand(served.search(request.question, **search_options), **expand_options),
+            "/query",
+        )
+        return _json(_payload(served.version, payload))
+
+    @app.get("/health", response_model=HealthResponse)
+    async def health() -> dict[str, Any]:
+        """``ok`` and the version answered from."""
+        return {"status": "ok", "version": service.served.version}
+
+    @app.get("/stats", response_model=StatsResponse)
+    async def stats() -> dict[str, Any]:
+        """The version, the index's size, reloads, searches and expansions in flight and answered."""
+        served = service.served
+        return {
+            "version": served.version,
+            "documents": getattr(served, "documents", None),
+            "leaves": getattr(served, "leaves", None),
+            "reloads": service.reloads,
+            "uptime_s": time.monotonic() - service.started,
+            "in_flight": service.in_flight,
+            "requests": dict(service.requests),
+        }
+
+    return app
+
+
+def _search_options(served: Servable, request: SearchRequest | QueryRequest) -> dict[str, Any]:
+    """``search``'s keyword arguments; 422 for ``where`` on an index whose search takes none."""
+    options = request.search_options()
+    if "where" in options and "where" not in inspect.signature(served.search).parameters:
+        raise ErrorAnswer(
+            422,
+            [{"loc": ["body", "where"], "msg": "this index takes no metadata filter (where)", "type": "value_error"}],
+        )
+    return options
+
+
+def _json(answer: dict[str, Any]) -> Response:
+    """The answer as JSON, serialized once (pydantic-core) rather than validated against
+    the response model first: the dicts below are built in the models' shape (the API
+    contract test checks each answer against the spec)."""
+    return Response(pydantic_core.to_json(answer), media_type="application/json")
+
+
+def _hit(h: Hit) -> dict[str, Any]:
+    return {
+        "doc_id": h.doc_id,
+        "start": h.start,
+        "end": h.end,
+        "score": h.score,
+        "text": h.text,
+        "heading_path": list(h.heading_path),
+        "id": h.id,
+        "leaf": h.leaf,
+    }
+
+
+def _hits(hits: Iterable[Hit]) -> list[dict[str, Any]]:
+    return [_hit(h) for h in hits]
+
+
+def _passage(p: Passage) -> dict[str, Any]:
+    return {
+        "doc_id": p.doc_id,
+        "start": p.start,
+        "end": p.end,
+        "token_count": p.token_count,
+        "score": p.score,
+        "heading_path": list(p.heading_path),
+        "text": p.text,
+        "hits": _hits(p.hits),
+    }
+
+
+def _payload(version: str, payload: Payload) -> dict[str, Any]:
+    return {
+        "version": version,
+        "token_count": payload.token_count,
+        "passages": [_passage(p) for p in payload.passages],
+        "dropped": _hits(payload.dropped),
+    }
+
+
+def app_from_environment() -> FastAPI:
+    """The app of one worker process of ``chunkforge serve --workers N``: the index path
+    and settings come in ``CHUNKFORGE_SERVE`` (JSON ``{"index": PATH, "settings": {...}}``)."""
+    config = json.loads(os.environ[SETTINGS_ENV])
+    return create_app(SavedIndexSource(config["index"]), Settings(**config["settings"]))
+
+
+def settings_environment(index: str, settings: Settings) -> str:
+    """The ``CHUNKFORGE_SERVE`` value :func:`app_from_environment` reads."""
+    return json.dumps({"index": index, "settings": asdict(settings)})

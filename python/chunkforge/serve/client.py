@@ -1,0 +1,135 @@
+"""A client of ``chunkforge serve`` (httpx, one pooled connection per client) whose
+``query`` answers as :meth:`Index.query <chunkforge.index.Index.query>` does, and
+what the framework retrievers make of a passage, served or in-process.
+
+>>> client = ServiceClient("http://127.0.0.1:8000")  # doctest: +SKIP
+>>> payload = client.query("how do I install it?", k=20, budget_tokens=500)  # doctest: +SKIP
+>>> payload.version, payload.passages[0].start  # doctest: +SKIP
+('v-000003', 1204)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..index import Hit
+
+
+@dataclass(frozen=True)
+class ServedPassage:
+    """A passage as the service returns it: the fields of :class:`~chunkforge.index.Passage`,
+    with its ``text`` (``document[start:end]``) instead of the whole document."""
+
+    doc_id: str
+    start: int
+    end: int
+    token_count: int
+    score: float
+    heading_path: tuple[str, ...]
+    text: str
+    hits: tuple[Hit, ...]
+
+
+@dataclass(frozen=True)
+class ServedPayload:
+    """Passages and the hits the budget left out, from the index ``version``."""
+
+    version: str
+    passages: list[ServedPassage]
+    dropped: list[Hit] = field(default_factory=list)
+
+    @property
+    def token_count(self) -> int:
+        return sum(p.token_count for p in self.passages)
+
+
+class ServiceError(RuntimeError):
+    """An answer of the service other than 200: its status and ``detail``."""
+
+    def __init__(self, status: int, detail: Any) -> None:
+        super().__init__(f"chunkforge serve answered {status}: {detail}")
+        self.status = status
+        self.detail = detail
+
+
+class ServiceClient:
+    """Calls a running ``chunkforge serve`` at ``url``; ``timeout`` in seconds."""
+
+    def __init__(self, url: str, timeout: float = 30.0) -> None:
+        import httpx
+
+        self.url = url.rstrip("/")
+        self._http = httpx.Client(base_url=self.url, timeout=timeout)
+
+    def _post(self, path: str, body: dict[str, Any]) -> Any:
+        response = self._http.post(path, json=body)
+        if response.status_code != 200:
+            try:
+                detail = response.json().get("detail")
+            except ValueError:
+                detail = response.text
+            raise ServiceError(response.status_code, detail)
+        return response.json()
+
+    def search(self, query: str, k: int = 12, **filters: Any) -> list[Hit]:
+        """``POST /search``: as :meth:`Index.search <chunkforge.index.Index.search>`."""
+        return [_hit(h) for h in self._post("/search", {"query": query, "k": k, **filters})["hits"]]
+
+    def query(self, question: str, k: int | None = None, **options: Any) -> ServedPayload:
+        """``POST /query``: search options (``doc_id``, ``source``, ``heading_prefix``,
+        ``hybrid``, ``where``) and expansion options of :meth:`Index.expand
+        <chunkforge.index.Index.expand>`; ``budget_tokens`` 1,000 unless given."""
+        body = {"question": question, **({} if k is None else {"k": k}), **options}
+        answer = self._post("/query", body)
+        passages = [
+            ServedPassage(
+                p["doc_id"],
+                p["start"],
+                p["end"],
+                p["token_count"],
+                p["score"],
+                tuple(p["heading_path"]),
+                p["text"],
+                tuple(_hit(h) for h in p["hits"]),
+            )
+            for p in answer["passages"]
+        ]
+        return ServedPayload(answer["version"], passages, [_hit(h) for h in answer["dropped"]])
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def _hit(h: dict[str, Any]) -> Hit:
+    return Hit(**{**h, "heading_path": tuple(h["heading_path"])})
+
+
+def retrieve(index: Any, question: str, k: int | None, expansion: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The framework retrievers' common part: the text of each passage of ``index.query`` (an
+    :class:`~chunkforge.index.Index` or a :class:`ServiceClient`) and its metadata:
+    ``doc_id``, ``start``, ``end`` (offsets into the document's text), ``token_count``,
+    ``score``, ``heading_path``, ``hit_ids`` (the stable ids of the leaves it covers) and,
+    when served, the index ``version``."""
+    payload = index.query(question, **({} if k is None else {"k": k}), **expansion)
+    version = getattr(payload, "version", None)
+    out = []
+    for p in payload.passages:
+        meta: dict[str, Any] = {
+            "doc_id": p.doc_id,
+            "start": p.start,
+            "end": p.end,
+            "token_count": p.token_count,
+            "score": p.score,
+            "heading_path": list(p.heading_path),
+            "hit_ids": [h.id for h in p.hits],
+        }
+        if version is not None:
+            meta["version"] = version
+        out.append((p.text, meta))
+    return out
+
+
+def connect(index: Any) -> Any:
+    """A :class:`ServiceClient` for a URL (``http://...``), else ``index`` itself (an in-process index)."""
+    return ServiceClient(index) if isinstance(index, str) else index

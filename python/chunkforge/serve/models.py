@@ -1,0 +1,155 @@
+"""The service's JSON bodies (pydantic models): the requests mirror the keyword
+arguments of :meth:`Index.search <chunkforge.index.Index.search>` and
+:meth:`Index.expand <chunkforge.index.Index.expand>`, with bounds, and every
+answer names the index version it came from.
+
+>>> QueryRequest(question="how do I install it?").budget_tokens
+1000
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._recommended import RECOMMENDED
+
+MAX_K = 1000
+"""The most leaves one request may retrieve."""
+MAX_TOKENS = 100_000
+"""The largest ``budget_tokens`` and ``window_tokens`` a request may ask for."""
+MAX_TEXT = 10_000
+"""The longest question, in characters."""
+MAX_ITEMS = 1000
+"""The most hits, document ids, sources or headings in one request."""
+
+
+class Strict(BaseModel):
+    """A request body: unknown fields are an error (a misspelt option is not ignored)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Filters(Strict):
+    """Which leaves a search may return (as :meth:`Index.search <chunkforge.index.Index.search>`)."""
+
+    k: int = Field(RECOMMENDED["k"], ge=1, le=MAX_K, description="leaves to retrieve")
+    doc_id: str | list[str] | None = Field(None, description="only these documents", max_length=MAX_ITEMS)
+    source: str | list[str] | None = Field(None, description="only these sources", max_length=MAX_ITEMS)
+    heading_prefix: list[str] | None = Field(
+        None, description="only sections whose heading path starts with these titles", max_length=MAX_ITEMS
+    )
+    hybrid: bool | None = Field(None, description="BM25 fused with the cosines (default: the index's setting)")
+    where: str | None = Field(
+        None, max_length=MAX_TEXT, description="a metadata filter, for indexes that take one (a store's SQL filter)"
+    )
+
+    def search_options(self) -> dict[str, Any]:
+        """The keyword arguments of ``search`` (``where`` only when given)."""
+        options = self.model_dump(include={"k", "doc_id", "source", "heading_prefix", "hybrid"})
+        if self.where is not None:
+            options["where"] = self.where
+        return options
+
+
+class Expansion(Strict):
+    """How hits become passages (as :meth:`Index.expand <chunkforge.index.Index.expand>`)."""
+
+    window: int | None = Field(None, ge=0, le=MAX_ITEMS, description="sentences either side of each hit")
+    parent: bool = Field(False, description="each hit's parent instead")
+    auto_merge: float | None = Field(None, ge=0, lt=1, description="merge into parents above this ratio of children")
+    budget_tokens: int | None = Field(None, ge=0, le=MAX_TOKENS, description="token budget of the payload")
+    order: Literal["score", "document"] = "score"
+    pack: Literal["skip", "stop"] = Field("skip", description="a passage over the budget: skip it or stop")
+    trim: bool = Field(False, description="trim the first passage over the budget to sentences")
+    window_tokens: int | None = Field(
+        None, ge=1, le=MAX_TOKENS, description="grow each hit by whole sentences up to this many tokens"
+    )
+
+    def expand_options(self) -> dict[str, Any]:
+        """The keyword arguments of ``expand``."""
+        return self.model_dump(include=set(Expansion.model_fields))
+
+
+class SearchRequest(Filters):
+    """``POST /search``: the best leaves for a query."""
+
+    query: str = Field(min_length=1, max_length=MAX_TEXT)
+
+
+class QueryRequest(Filters, Expansion):
+    """``POST /query``: search then expand, ``budget_tokens`` 1,000 unless given (as ``Index.query``)."""
+
+    question: str = Field(min_length=1, max_length=MAX_TEXT)
+    budget_tokens: int | None = Field(
+        RECOMMENDED["budget_tokens"], ge=0, le=MAX_TOKENS, description="token budget of the payload (null: none)"
+    )
+
+
+class HitModel(Strict):
+    """A retrieved leaf, as ``/search`` returns it; offsets index the document's text in code points."""
+
+    doc_id: str
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    score: float
+    text: str
+    heading_path: list[str]
+    id: str
+    leaf: int = Field(ge=0, description="the leaf's label in the index version it came from")
+
+
+class ExpandRequest(Expansion):
+    """``POST /expand``: hits (from ``/search``) in, a payload out."""
+
+    hits: list[HitModel] = Field(max_length=MAX_ITEMS)
+    version: str | None = Field(
+        None, description="the version the hits came from; 409 when the service now answers from another"
+    )
+
+
+class PassageModel(BaseModel):
+    """A span of one document: ``text == document[start:end]``, ``token_count`` its exact size."""
+
+    doc_id: str
+    start: int
+    end: int
+    token_count: int
+    score: float
+    heading_path: list[str]
+    text: str
+    hits: list[HitModel]
+
+
+class SearchResponse(BaseModel):
+    version: str
+    hits: list[HitModel]
+
+
+class PayloadResponse(BaseModel):
+    """Passages (no character twice) and the hits the budget left out."""
+
+    version: str
+    token_count: int
+    passages: list[PassageModel]
+    dropped: list[HitModel]
+
+
+class HealthResponse(BaseModel):
+    status: Literal["ok"]
+    version: str
+
+
+class StatsResponse(BaseModel):
+    version: str
+    documents: int | None = Field(description="documents in the index (null: the index does not say)")
+    leaves: int | None
+    reloads: int = Field(description="versions switched to since the start")
+    uptime_s: float
+    in_flight: int
+    requests: dict[str, int] = Field(description="answered requests by path")
+
+
+class ErrorResponse(BaseModel):
+    detail: str

@@ -1,0 +1,132 @@
+"""What the service serves: a :class:`Servable` (anything with ``search``, ``expand``
+and a ``version``) opened from a :class:`Source`, which also says, cheaply, which
+version is the newest, so the service can switch when a new one appears.
+
+:class:`SavedIndexSource` serves a folder written by :meth:`Index.save
+<chunkforge.index.Index.save>`: its version is the folder ``CURRENT`` names.
+
+>>> source = SavedIndexSource("my-index")  # doctest: +SKIP
+>>> served = source.open(None)  # doctest: +SKIP
+>>> served.version, served.search("install", k=1)[0].doc_id  # doctest: +SKIP
+('v-000003', 'guide.md')
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import ChunkforgeError
+
+if TYPE_CHECKING:
+    from ..index import Hit, Index, Payload
+
+
+class Servable(Protocol):
+    """An index the service can answer from: :meth:`Index.search <chunkforge.index.Index.search>`
+    and :meth:`Index.expand <chunkforge.index.Index.expand>`, and the version it holds.
+    ``search`` takes the filters as keywords (``doc_id``, ``source``, ``heading_prefix``,
+    ``hybrid``, and ``where`` where it has one: the service passes ``where`` only when a
+    request has one, and answers 422 when this ``search`` takes none)."""
+
+    @property
+    def version(self) -> str: ...
+
+    def search(self, query: str, k: int = ...) -> list[Hit]: ...
+
+    def expand(self, hits: Iterable[Hit], **expansion: Any) -> Payload: ...
+
+
+class Source(Protocol):
+    """Where servables come from: ``probe`` names the newest version (cheap: the service
+    calls it every few seconds), ``open`` opens the newest, read-only; ``previous`` is the
+    servable it replaces (None at the start), to reuse what can be (the encoder)."""
+
+    def probe(self) -> str: ...
+
+    def open(self, previous: Servable | None) -> Servable: ...
+
+
+class SourceError(ChunkforgeError):
+    """A source that cannot be opened (missing, foreign or corrupt); the message names it."""
+
+
+class SavedIndex:
+    """A loaded :class:`~chunkforge.index.Index` and the name of its version folder."""
+
+    def __init__(self, index: Index, version: str) -> None:
+        self.index = index
+        self.version = version
+
+    def search(
+        self,
+        query: str,
+        k: int = 12,
+        *,
+        doc_id: str | Collection[str] | None = None,
+        source: str | Collection[str] | None = None,
+        heading_prefix: Sequence[str] | None = None,
+        hybrid: bool | None = None,
+    ) -> list[Hit]:
+        return self.index.search(query, k, doc_id=doc_id, source=source, heading_prefix=heading_prefix, hybrid=hybrid)
+
+    def expand(self, hits: Iterable[Hit], **expansion: Any) -> Payload:
+        return self.index.expand(hits, **expansion)
+
+    @property
+    def documents(self) -> int:
+        return len(self.index)
+
+    @property
+    def leaves(self) -> int:
+        return self.index.leaf_count
+
+
+class SavedIndexSource:
+    """A folder written by :meth:`Index.save <chunkforge.index.Index.save>`; a new save
+    (a new ``v-NNNNNN`` folder, then ``CURRENT`` swapped) is a new version."""
+
+    attempts = 3
+    """Loads tried when saves keep replacing the version being read."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def probe(self) -> str:
+        """The version ``CURRENT`` names."""
+        try:
+            return (self.path / "CURRENT").read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise SourceError(f"{self.path} is not a chunkforge index (cannot read its CURRENT file)") from exc
+
+    def open(self, previous: Servable | None) -> SavedIndex:
+        """Loads the version ``CURRENT`` names, with ``previous``'s encoder when it is one
+        of these with the same model, and warms it up (one search), so the first request
+        to it does not pay the loading."""
+        from ..index import CorruptIndexError, Index
+
+        reused = previous.index if isinstance(previous, SavedIndex) else None
+        error: Exception | None = None
+        for _ in range(self.attempts):
+            version = self.probe()
+            try:
+                index = Index.load(self.path, reused.encoder if reused is not None else None)
+            except (OSError, CorruptIndexError) as exc:
+                error = exc  # a save removed the version being read: read the next one
+                continue
+            except ValueError as exc:  # built with another encoder (dim): load it with its own
+                error, reused = exc, None
+                continue
+            if reused is not None and index.encoder_variant != reused.encoder_variant:
+                reused = None
+                continue
+            if self.probe() == version:
+                try:
+                    _ = index.encoder
+                except (ImportError, OSError, ValueError) as exc:
+                    raise SourceError(f"cannot load the encoder of the index at {self.path}: {exc}") from exc
+                index.search("warm up", k=1)
+                return SavedIndex(index, version)
+        raise SourceError(f"cannot open the index at {self.path}: {error or 'it changed while being read'}")
