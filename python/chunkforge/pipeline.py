@@ -79,6 +79,7 @@ from ._io import (
     record_text,
 )
 from ._options import CODE_SUFFIXES, ChunkerSet, load_encoder
+from ._recommended import VARIANTS
 from .chunkers import node_id
 from .errors import InputError
 from .tokenizer import DEFAULT_TOKENIZER, Tokenizer
@@ -110,7 +111,7 @@ class JobSpec:
     ``threads`` and ``max_batch_tokens`` change speed only."""
 
     model: str = "default"
-    variant: str = "optimized"
+    variant: str = "auto"
     strategy: str = "recursive"
     max_tokens: int | None = None
     overlap: int = 0
@@ -328,6 +329,8 @@ def model_fingerprint(encoder: Encoder) -> str:
     digest = hashlib.sha256(graph_digest(encoder.graph).encode())
     digest.update((tokenizer_json(encoder.tokenizer) or encoder.tokenizer.source).encode())
     digest.update(json.dumps([encoder.max_length, encoder.pooling, encoder.normalize]).encode())
+    if encoder.runtime != "onnxruntime":  # the same graph, other numerics (bf16)
+        digest.update(",".join(encoder.active_providers).encode())
     return digest.hexdigest()[:32]
 
 
@@ -687,7 +690,7 @@ def run(
         "chunkforge_version": package_version(),
         "model": {
             "name": spec.model,
-            "variant": spec.variant if spec.model == "default" else None,
+            "variant": encoder.variant if spec.model == "default" else None,
             "fingerprint": fingerprint,
             "graph": encoder.graph.name,
             "dim": encoder.dim,
@@ -833,9 +836,10 @@ def add_parser(commands: Any) -> None:
     )
     cmd.add_argument(
         "--variant",
-        choices=("optimized", "fp32", "int8", "fp16"),
-        default="optimized",
-        help="graph variant of the default model (default optimized)",
+        choices=VARIANTS,
+        default="auto",
+        help="auto: the fastest that keeps cosine >= 0.9999 to fp32 on this machine (bf16 on OpenVINO where the CPU has it); "
+        "else the graph variant (default auto)",
     )
     cmd.add_argument("--strategy", choices=STRATEGIES, default="recursive", help="how to cut (default recursive)")
     cmd.add_argument(

@@ -53,7 +53,7 @@ class ChunkRecord(NamedTuple):
 
 def add_parser(commands: Any) -> None:
     """Registers ``chunkforge embed`` on the CLI's subcommands."""
-    from .._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS
+    from .._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS, VARIANTS
 
     embed = commands.add_parser(
         "embed",
@@ -71,9 +71,10 @@ def add_parser(commands: Any) -> None:
     )
     embed.add_argument(
         "--variant",
-        choices=("optimized", "fp32", "int8", "fp16"),
-        default="optimized",
-        help="graph variant when converting safetensors weights (default optimized)",
+        choices=VARIANTS,
+        default="auto",
+        help="auto: the fastest that keeps cosine >= 0.9999 to fp32 on this machine (bf16 on OpenVINO where the CPU has it); "
+        "else the graph variant (default auto)",
     )
     embed.add_argument(
         "--out",
