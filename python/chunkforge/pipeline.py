@@ -885,7 +885,7 @@ def add_parser(commands: Any) -> None:
         "--max-batch-tokens",
         type=int,
         metavar="N",
-        help="padded tokens per encoder batch (default: 512 on CPU, 16384 on GPU)",
+        help="padded tokens per encoder batch (default: 2048 with OpenVINO, 512 on CPU, 16384 on GPU)",
     )
     cmd.add_argument(
         "--shard-docs",

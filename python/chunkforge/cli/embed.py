@@ -53,7 +53,12 @@ class ChunkRecord(NamedTuple):
 
 def add_parser(commands: Any) -> None:
     """Registers ``chunkforge embed`` on the CLI's subcommands."""
-    from .._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS, VARIANTS
+    from .._recommended import (
+        DEFAULT_CPU_BATCH_TOKENS,
+        DEFAULT_GPU_BATCH_TOKENS,
+        DEFAULT_OPENVINO_BATCH_TOKENS,
+        VARIANTS,
+    )
 
     embed = commands.add_parser(
         "embed",
@@ -100,7 +105,8 @@ def add_parser(commands: Any) -> None:
         "--max-batch-tokens",
         type=int,
         metavar="N",
-        help=f"padded tokens per batch (default: {DEFAULT_CPU_BATCH_TOKENS} on CPU, {DEFAULT_GPU_BATCH_TOKENS} on GPU)",
+        help=f"padded tokens per batch (default: {DEFAULT_OPENVINO_BATCH_TOKENS} with OpenVINO, "
+        f"{DEFAULT_CPU_BATCH_TOKENS} on CPU, {DEFAULT_GPU_BATCH_TOKENS} on GPU)",
     )
     embed.add_argument("--part-rows", type=int, default=PART_ROWS, metavar="N", help="chunks per resumable part")
     embed.add_argument("--threads", type=int, metavar="N", help="ONNX Runtime intra-op threads (default: all cores)")
