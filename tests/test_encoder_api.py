@@ -25,7 +25,7 @@ TEXTS = ["how do I reset my password?", "Rotate the key.", "Cats sleep most of t
 
 @pytest.fixture(scope="module")
 def enc(model_cache: Path) -> Encoder:
-    return Encoder.default(intra_op_threads=2)
+    return Encoder.default("optimized", intra_op_threads=2)
 
 
 def test_encode_matches_embed_with_sentence_transformers_keywords(enc):

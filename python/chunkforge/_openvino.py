@@ -1,0 +1,89 @@
+"""The encoder's OpenVINO runtime (``pip install "chunkforge[openvino]"``): the same ONNX
+graph (with the same pooled output) ONNX Runtime runs, compiled for the CPU, in bfloat16
+where the CPU has it (AMX or AVX512_BF16), else in float32.
+
+Batches are padded to a multiple of :data:`PAD_MULTIPLE` tokens: OpenVINO's bf16 kernels
+work on blocks of 16 keys, and a text whose last tokens fall in a partly filled block comes
+out up to 9e-4 different from the same text whose tokens all sit in full blocks (as they
+do when a longer batch mate pads it). Padded to whole blocks, a text's vector no longer
+depends on its batch mates (``benches/results/embed-cpu.md``).
+
+>>> runner = OpenVinoRunner(model_bytes, "bf16", threads=2)  # doctest: +SKIP
+>>> runner.run({"input_ids": ids, "attention_mask": mask}, "chunkforge_sentence_embedding").shape  # doctest: +SKIP
+(2, 384)
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Literal
+
+import numpy as np
+
+try:
+    import openvino as ov
+except ImportError as exc:
+    raise ImportError('the OpenVINO runtime needs openvino (pip install "chunkforge[openvino]")') from exc
+
+Precision = Literal["bf16", "fp32"]
+PRECISIONS = ("bf16", "fp32")
+PAD_MULTIPLE = 16
+_HINTS = {"bf16": "bf16", "fp32": "f32"}
+_core: ov.Core | None = None
+
+
+def core() -> ov.Core:
+    """The process's OpenVINO core (made once: it reads the plugins)."""
+    global _core
+    if _core is None:
+        _core = ov.Core()
+    return _core
+
+
+def cpu_has_bf16() -> bool:
+    """Whether OpenVINO computes in bfloat16 on this CPU (AMX or AVX512_BF16).
+
+    >>> cpu_has_bf16()  # doctest: +SKIP
+    True
+    """
+    return "BF16" in core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+class OpenVinoRunner:
+    """One compiled model and an infer request per calling thread (requests are not
+    thread-safe; the compiled model is). ``threads``: OpenVINO's inference threads (None:
+    its default, one per physical core); ``max_width``: batches are padded up to that many
+    tokens at most (the encoder's ``max_length``: the graph has positions that far)."""
+
+    def __init__(self, model: bytes, precision: Precision, threads: int | None = None, max_width: int = 512) -> None:
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+        config: dict[str, object] = {
+            "INFERENCE_PRECISION_HINT": _HINTS[precision],
+            "PERFORMANCE_HINT": "LATENCY",
+            "NUM_STREAMS": 1,
+        }
+        if threads is not None:
+            config["INFERENCE_NUM_THREADS"] = threads
+        try:
+            self._model = core().compile_model(core().read_model(model, b""), "CPU", config)
+        except RuntimeError as exc:  # OpenVINO raises RuntimeError for graphs it cannot read or compile
+            raise ValueError(f"OpenVINO cannot compile the graph: {exc}") from exc
+        self.precision = precision
+        self.inputs = [port.get_any_name() for port in self._model.inputs]
+        self.max_width = max_width
+        self._local = threading.local()
+
+    def run(self, feed: dict[str, np.ndarray], output: str) -> np.ndarray:
+        """``output`` for the ``(batch, length)`` inputs in ``feed`` (padded here to whole
+        blocks; token outputs are cut back to ``length``)."""
+        request = getattr(self._local, "request", None)
+        if request is None:
+            request = self._local.request = self._model.create_infer_request()
+        width = next(iter(feed.values())).shape[1]
+        extra = min(-width % PAD_MULTIPLE, max(self.max_width - width, 0))
+        if extra:
+            feed = {name: np.pad(value, ((0, 0), (0, extra))) for name, value in feed.items()}
+        result = request.infer({name: feed[name] for name in self.inputs}, share_inputs=True, share_outputs=True)
+        values = result[output]
+        return np.array(values[:, :width] if values.ndim == 3 else values)
