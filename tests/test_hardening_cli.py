@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -302,3 +303,96 @@ def test_index_build_rejects_what_chunk_rejects(
         docs = tmp_path / "docs.jsonl"
         docs.write_text(line + "\n")
         one_line_error(*cli(capsys, "index", "build", docs, "--out", tmp_path / "idx")[::2], f"{docs}:1", *words)
+
+
+# issue 28: the bulk job (embed-docs) under hostile use
+
+
+@pytest.fixture(scope="module")
+def bulk_encoder(model_cache: Path):
+    needs_model()
+    pytest.importorskip("pyarrow")
+    from chunkforge import Encoder
+
+    return Encoder.default()
+
+
+def bulk_docs(path: Path, n: int, chars: int = 600, prefix: str = "", skip: int = 0) -> Path:
+    """``n`` corpus documents (from ``skip``), cut to ``chars``, ids prefixed, as JSONL."""
+    docs = corpus()[skip : skip + n]
+    path.write_text("".join(json.dumps({"id": prefix + d["id"], "text": d["text"][:chars]}) + "\n" for d in docs))
+    return path
+
+
+def embed_docs(*args: object, **kwargs: Any) -> subprocess.Popen:
+    """``chunkforge embed-docs ARGS`` in a new process (48-token chunks, one thread)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "chunkforge", "embed-docs", *map(str, args), "--max-tokens", "48", "--threads", "1"],
+        env={**os.environ, "PYTHONPATH": PYTHONPATH},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
+
+
+def listed_shards(out: Path) -> set[str]:
+    from chunkforge import pipeline
+
+    return {Path(s["file"]).name for s in pipeline.read_manifest(out)["shards"]}
+
+
+def test_a_second_job_on_the_same_out_is_refused_while_the_first_runs(tmp_path: Path, bulk_encoder: Any) -> None:
+    """Two jobs on one --out (different corpora) used to both exit 0, one's clean-up deleting
+    shards the other's manifest lists. Now the second is refused (one line, exit 2) and the
+    first finishes whole."""
+    from chunkforge import pipeline
+
+    first_docs = bulk_docs(tmp_path / "a.jsonl", 60, chars=2500, prefix="a-")
+    out = tmp_path / "ds"
+    first = embed_docs(first_docs, "--out", out, "--shard-docs", "4")
+    shards = out / "shards"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and first.poll() is None:
+        if shards.is_dir() and any(p.suffix == ".parquet" for p in shards.iterdir()):
+            break
+        time.sleep(0.02)
+    assert first.poll() is None, "the first job ended before the second started"
+    second = embed_docs(bulk_docs(tmp_path / "b.jsonl", 4, prefix="b-"), "--out", out)
+    _, err = second.communicate(timeout=240)
+    _, first_err = first.communicate(timeout=600)
+    one_line_error(second.returncode, err, f"--out {out}", "another job")
+    assert first.returncode == 0, first_err
+    assert {p.name for p in shards.iterdir()} == listed_shards(out)
+    ids = pipeline.read_dataset(out, columns=["doc_id"]).column(0).to_pylist()
+    assert list(dict.fromkeys(ids)) == ["a-" + d["id"] for d in corpus()[:60]]
+
+
+def test_files_a_user_keeps_in_out_shards_are_not_deleted(tmp_path: Path, bulk_encoder: Any) -> None:
+    """The clean-up removes the job's own shard and temp files only; a folder that has a
+    ``shards`` folder of other files is not taken for a dataset."""
+    from chunkforge import pipeline
+    from chunkforge.errors import InputError
+
+    docs = bulk_docs(tmp_path / "d.jsonl", 6)
+    theirs = tmp_path / "theirs"
+    (theirs / "shards").mkdir(parents=True)
+    (theirs / "shards" / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="holds no chunkforge dataset"):
+        pipeline.run([docs], theirs, encoder=bulk_encoder, max_tokens=48)
+    assert (theirs / "shards" / "notes.txt").read_text() == "mine"
+
+    out = tmp_path / "ds"
+    pipeline.run([docs], out, encoder=bulk_encoder, max_tokens=48, shard_docs=2)
+    shards = out / "shards"
+    (shards / "notes.txt").write_text("mine")
+    (shards / "mine.parquet").write_bytes(b"not a shard")
+    (shards / "folder").mkdir()
+    (shards / "folder" / "x.txt").write_text("mine too")
+    bulk_docs(docs, 5)  # one document deleted: its shard goes, the user's files stay
+    summary = pipeline.run([docs], out, encoder=bulk_encoder, max_tokens=48, shard_docs=2)
+    assert summary.docs == 5
+    assert (shards / "notes.txt").read_text() == "mine" and (shards / "mine.parquet").read_bytes() == b"not a shard"
+    assert (shards / "folder" / "x.txt").read_text() == "mine too"
+    ours = {p.name for p in shards.iterdir() if p.is_file() and len(p.stem) == 32}
+    assert ours == listed_shards(out)

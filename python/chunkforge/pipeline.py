@@ -41,11 +41,14 @@ thread while the current one is embedded; at most two batches wait, so memory st
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import json
 import os
 import queue
+import re
 import sys
 import threading
 import time
@@ -98,6 +101,9 @@ STRATEGIES = ("recursive", "token", "sentence", "markdown", "code")
 DTYPES = ("float32", "float16")
 PARQUET_SUFFIX = ".parquet"
 PIPELINE_EXTRA = 'pip install "chunkforge[embed,parquet]"'
+OWN_SHARD_FILE = re.compile(r"[0-9a-f]{32}\.parquet|\.[0-9a-f]{32}\.parquet\.\d+-[^/]*\.tmp")
+"""The names the job writes in ``shards/``: a shard (``KEY.parquet``) or its temp file; the
+clean-up removes no other file."""
 
 
 @dataclass(frozen=True)
@@ -655,8 +661,55 @@ def run(
     root = Path(out)
     if root.exists() and not root.is_dir():
         raise InputError(f"--out {root} is a file, not a dataset folder")
-    if root.is_dir() and any(root.iterdir()) and not (root / MANIFEST).exists() and not (root / SHARDS).is_dir():
+    if root.is_dir() and any(root.iterdir()) and not (root / MANIFEST).exists() and not own_shards_only(root / SHARDS):
         raise InputError(f"--out {root} is a folder that holds no chunkforge dataset; give a new or empty folder")
+    with dataset_lock(root):
+        return run_locked(paths, root, spec, encoder, lancedb, ray, ray_actors, progress)
+
+
+def own_shards_only(shard_dir: Path) -> bool:
+    """True for a ``shards`` folder holding nothing but the job's own files (a killed first
+    run's): such a folder without a manifest is resumed, any other is not a dataset."""
+    return shard_dir.is_dir() and all(OWN_SHARD_FILE.fullmatch(p.name) and p.is_file() for p in shard_dir.iterdir())
+
+
+@contextlib.contextmanager
+def dataset_lock(root: Path) -> Iterator[None]:
+    """Holds the dataset folder (created if missing) for one job: while it runs, a second job
+    on it, in any process, is refused. An advisory lock on the folder, released by the system
+    when the job ends, ``kill -9`` included."""
+    created = not root.exists()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(root, os.O_RDONLY)
+    except OSError as exc:
+        raise InputError(f"cannot write --out {root}: {exc.strerror or exc}") from exc
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(f"--out {root}: another job is writing this dataset; wait for it to end") from None
+        yield
+    except BaseException:
+        if created:  # a job that failed before writing anything leaves no folder
+            with contextlib.suppress(OSError):
+                root.rmdir()
+        raise
+    finally:
+        os.close(fd)
+
+
+def run_locked(
+    paths: list[str],
+    root: Path,
+    spec: JobSpec,
+    encoder: Encoder | None,
+    lancedb: str | os.PathLike[str] | None,
+    ray: str | None,
+    ray_actors: int | None,
+    progress: bool | None,
+) -> JobSummary:
+    """:func:`run` once the dataset folder is held."""
     started = time.perf_counter()
     encoder = encoder or spec.encoder()
     chunker = spec.chunker_config(encoder)
@@ -759,10 +812,11 @@ def shard_stats(shard_dir: Path, item: Planned) -> ShardStats:
 
 
 def remove_unlisted(root: Path, shards: list[dict[str, Any]]) -> None:
-    """Removes shard files (and leftover temp files) the manifest does not list."""
+    """Removes shard files (and leftover temp files) the manifest does not list; files and
+    folders of other names are the user's and stay."""
     listed = {Path(s["file"]).name for s in shards}
     for path in (root / SHARDS).iterdir():
-        if path.name not in listed:
+        if path.name not in listed and OWN_SHARD_FILE.fullmatch(path.name) and path.is_file():
             path.unlink(missing_ok=True)
 
 
