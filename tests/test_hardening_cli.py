@@ -396,3 +396,80 @@ def test_files_a_user_keeps_in_out_shards_are_not_deleted(tmp_path: Path, bulk_e
     assert (shards / "folder" / "x.txt").read_text() == "mine too"
     ours = {p.name for p in shards.iterdir() if p.is_file() and len(p.stem) == 32}
     assert ours == listed_shards(out)
+
+
+def test_out_inside_an_input_folder_is_refused(tmp_path: Path, bulk_encoder: Any) -> None:
+    """--out inside an input folder made the second run read its own shard as the corpus
+    (a .parquet file there switches the folder to Parquet); an input inside --out likewise."""
+    from chunkforge import pipeline
+    from chunkforge.errors import InputError
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Cats\n\nCats purr when content. They sleep most of the day.")
+    with pytest.raises(InputError, match="--out .* is inside the input"):
+        pipeline.run([notes], notes / "vectors", encoder=bulk_encoder)
+    assert sorted(p.name for p in notes.iterdir()) == ["a.md"]
+    out = tmp_path / "ds"
+    pipeline.run([notes], out, encoder=bulk_encoder)
+    shard = next((out / "shards").iterdir())
+    with pytest.raises(InputError, match="is inside --out"):
+        pipeline.run([shard], out, encoder=bulk_encoder)
+
+
+def shard_vectors(path: Path) -> np.ndarray:
+    import pyarrow.parquet as pq
+
+    column = pq.read_table(path, columns=["vector"]).column(0).combine_chunks()
+    return column.values.to_numpy().reshape(len(column), column.type.list_size)
+
+
+def flip_vector_bytes(path: Path) -> None:
+    """Flips 16 bytes in the middle of the vector column's data, footer and headers intact."""
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(path).metadata.row_group(0)
+    column = next(meta.column(i) for i in range(meta.num_columns) if meta.column(i).path_in_schema.startswith("vector"))
+    first = min(o for o in (column.dictionary_page_offset, column.data_page_offset) if o is not None)
+    middle = first + column.total_compressed_size // 2
+    data = bytearray(path.read_bytes())
+    for i in range(middle, middle + 16):
+        data[i] ^= 0x5A
+    path.write_bytes(bytes(data))
+
+
+def test_damaged_shards_are_rebuilt_and_never_feed_the_vector_cache(tmp_path: Path, bulk_encoder: Any) -> None:
+    """A shard with flipped bytes in its vectors, a truncated one and an empty one: the
+    rerun rebuilds them (no ArrowInvalid, no damaged vector read back or copied through
+    the vector cache) and the dataset equals a clean run's."""
+    from chunkforge import pipeline
+    from chunkforge.errors import InputError
+
+    docs = bulk_docs(tmp_path / "d.jsonl", 12)
+    options = {"encoder": bulk_encoder, "max_tokens": 48, "with_text": True, "shard_docs": 2}
+    clean = tmp_path / "clean"
+    pipeline.run([docs], clean, **options)
+    out = tmp_path / "ds"
+    pipeline.run([docs], out, **options)
+    files = list(pipeline.iter_shards(out))
+    assert len(files) >= 4
+    flip_vector_bytes(files[0])
+    files[1].write_bytes(files[1].read_bytes()[: files[1].stat().st_size // 2])
+    files[2].write_bytes(b"")
+    with pytest.raises(InputError, match="is damaged .*rerun the job"):
+        pipeline.read_dataset(out)
+    # the first shard's first document edited: its batch is rebuilt, its other chunks
+    # would come from the vector cache, that is from the damaged shard
+    records = [json.loads(line) for line in docs.read_text().splitlines()]
+    records[0]["text"] += " One more sentence at the end."
+    docs.write_text("".join(json.dumps(r) + "\n" for r in records))
+    pipeline.run([docs], clean, **options)
+    summary = pipeline.run([docs], out, **options)
+    assert summary.shards_built == 3
+    got, want = pipeline.read_dataset(out), pipeline.read_dataset(clean)
+    assert got.drop_columns(["vector"]).equals(want.drop_columns(["vector"]))
+    np.testing.assert_allclose(
+        np.concatenate([shard_vectors(f) for f in pipeline.iter_shards(out)]),
+        np.concatenate([shard_vectors(f) for f in pipeline.iter_shards(clean)]),
+        atol=1e-6,
+    )

@@ -391,7 +391,7 @@ class VectorCache:
         self.shard_dir, self.vectors = shard_dir, vectors
         self._paths: list[Path] | None = None
         self._hashes = self._where = np.zeros(0, np.uint64)
-        self._loaded: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._loaded: OrderedDict[int, np.ndarray | None] = OrderedDict()
 
     def _build(self) -> None:
         import pyarrow.parquet as pq
@@ -402,7 +402,8 @@ class VectorCache:
                 meta = pq.read_schema(path).metadata or {}
                 if meta.get(b"chunkforge.vectors") != self.vectors.encode():
                     continue
-                column = pq.read_table(path, columns=["text_hash"]).column(0).to_pylist()
+                column = pq.read_table(path, columns=["text_hash"], page_checksum_verification=True).column(0)
+                column = column.to_pylist()
             except (OSError, ValueError):  # a file that is not a shard: not a cache entry
                 continue
             shard = len(self._paths)
@@ -424,21 +425,32 @@ class VectorCache:
         where = self._where[pos[found]]
         shards, rows = (where >> np.uint64(32)).astype(np.int64), (where & np.uint64(0xFFFFFFFF)).astype(np.int64)
         vectors = np.empty((len(where), 0), dtype)
+        usable = np.ones(len(where), bool)
         for shard in np.unique(shards):
+            mine = shards == shard
             block = self._vectors(int(shard))
+            if block is None:  # a damaged shard: its vectors are embedded again
+                usable[mine] = False
+                continue
             if vectors.shape[1] == 0:
                 vectors = np.empty((len(where), block.shape[1]), block.dtype)
-            mine = shards == shard
             vectors[mine] = block[rows[mine]]
-        return found, vectors
+        found[np.flatnonzero(found)[~usable]] = False
+        return found, vectors[usable]
 
-    def _vectors(self, shard: int) -> np.ndarray:
+    def _vectors(self, shard: int) -> np.ndarray | None:
+        """The vectors of a shard, None when its pages do not match their checksums."""
         if shard not in self._loaded:
             import pyarrow.parquet as pq
 
             assert self._paths is not None
-            column = pq.read_table(self._paths[shard], columns=["vector"]).column(0).combine_chunks()
-            self._loaded[shard] = column.values.to_numpy().reshape(len(column), column.type.list_size)
+            try:
+                table = pq.read_table(self._paths[shard], columns=["vector"], page_checksum_verification=True)
+            except (OSError, ValueError):
+                self._loaded[shard] = None
+            else:
+                column = table.column(0).combine_chunks()
+                self._loaded[shard] = column.values.to_numpy().reshape(len(column), column.type.list_size)
             while len(self._loaded) > 4:
                 self._loaded.popitem(last=False)
         self._loaded.move_to_end(shard)
@@ -507,7 +519,7 @@ class ShardBuilder:
         import pyarrow.parquet as pq
 
         with atomic_file(self.shard_dir / f"{key}{PARQUET_SUFFIX}") as tmp:
-            pq.write_table(table, tmp)
+            pq.write_table(table, tmp, write_page_checksum=True)
 
     def build(self, key: str, docs: list[Doc]) -> ShardStats:
         """Chunks, embeds and writes one batch's shard (what a Ray actor does per batch)."""
@@ -574,7 +586,7 @@ def plan(inputs: Sequence[str], spec: JobSpec, settings: str, shard_dir: Path) -
     """The corpus as shard batches, each with its key and whether its shard exists."""
     for docs in shard_batches(read_inputs(inputs, spec), spec.shard_docs):
         key = batch_key(settings, docs)
-        yield Planned(key, docs, (shard_dir / f"{key}{PARQUET_SUFFIX}").exists())
+        yield Planned(key, docs, shard_ok(shard_dir / f"{key}{PARQUET_SUFFIX}"))
 
 
 def ahead(items: Iterator[Any], depth: int = 2) -> Iterator[Any]:
@@ -663,8 +675,23 @@ def run(
         raise InputError(f"--out {root} is a file, not a dataset folder")
     if root.is_dir() and any(root.iterdir()) and not (root / MANIFEST).exists() and not own_shards_only(root / SHARDS):
         raise InputError(f"--out {root} is a folder that holds no chunkforge dataset; give a new or empty folder")
+    check_out_apart(root, paths)
     with dataset_lock(root):
         return run_locked(paths, root, spec, encoder, lancedb, ray, ray_actors, progress)
+
+
+def check_out_apart(root: Path, inputs: list[str]) -> None:
+    """InputError when ``--out`` lies inside an input folder (the next run would read its own
+    shards as documents) or an input lies inside ``--out``."""
+    out = root.resolve()
+    for path in inputs:
+        if path == STDIN:
+            continue
+        given = Path(path).resolve()
+        if given.is_dir() and out.is_relative_to(given):
+            raise InputError(f"--out {root} is inside the input folder {path}; write the dataset elsewhere")
+        if given.is_relative_to(out):
+            raise InputError(f"the input {path} is inside --out {root}; give the documents, not the dataset")
 
 
 def own_shards_only(shard_dir: Path) -> bool:
@@ -803,6 +830,21 @@ def shard_entry(key: str, stats: ShardStats) -> dict[str, Any]:
     return {"file": f"{SHARDS}/{key}{PARQUET_SUFFIX}", "docs": stats.docs, "rows": stats.rows, "tokens": stats.tokens}
 
 
+def shard_ok(path: Path) -> bool:
+    """True when ``path`` is a whole shard: a Parquet file that reads in full, every page
+    matching its CRC (shards are written with page checksums). A truncated, empty or damaged
+    shard is False: the job builds it again."""
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        return False
+    try:
+        pq.read_table(path, page_checksum_verification=True)
+    except (OSError, ValueError):  # pyarrow's ArrowInvalid is both
+        return False
+    return True
+
+
 def shard_stats(shard_dir: Path, item: Planned) -> ShardStats:
     """The counts of an existing shard (from its Parquet footer and token counts)."""
     import pyarrow.parquet as pq
@@ -852,7 +894,13 @@ def read_dataset(out: str | os.PathLike[str], columns: list[str] | None = None) 
         manifest = read_manifest(root)
         spec = JobSpec(dtype=manifest["vector_dtype"], with_text=manifest["with_text"])
         return shard_schema(manifest["model"]["dim"], spec, {}).empty_table()
-    return pa.concat_tables([pq.read_table(f, columns=columns) for f in files])
+    tables = []
+    for f in files:
+        try:
+            tables.append(pq.read_table(f, columns=columns, page_checksum_verification=True))
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{f} is damaged ({exc}); rerun the job to rebuild it") from exc
+    return pa.concat_tables(tables)
 
 
 def iter_shards(out: str | os.PathLike[str]) -> Iterator[Path]:

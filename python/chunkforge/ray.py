@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._io import ID_KEYS, Doc
 from .errors import InputError
-from .pipeline import JobSpec, Planned, Progress, ShardBuilder, ShardStats, shard_entry, shard_stats
+from .pipeline import JobSpec, Planned, Progress, ShardBuilder, ShardStats, shard_entry, shard_ok, shard_stats
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -80,7 +80,7 @@ class ShardWorker:
         stats: list[ShardStats] = []
         for key, ids, texts in zip(*(batch.column(name).to_pylist() for name in ("key", "doc_ids", "texts"))):
             docs = [Doc(i, t, len(t)) for i, t in zip(ids, texts)]
-            if (self.builder.shard_dir / f"{key}.parquet").exists():  # built by an earlier try of this batch
+            if shard_ok(self.builder.shard_dir / f"{key}.parquet"):  # built by an earlier try of this batch
                 stats.append(shard_stats(self.builder.shard_dir, Planned(key, docs, True)))
             else:
                 stats.append(self.builder.build(key, docs))
