@@ -312,10 +312,12 @@ def shard_batches(docs: Iterable[Doc], shard_docs: int) -> Iterator[list[Doc]]:
 
 
 def batch_key(settings: str, docs: list[Doc]) -> str:
-    """The shard name of a batch: a hash of the job's settings and each document's id and text."""
+    """The shard name of a batch: a hash of the job's settings and each document's id and text
+    (each id preceded by its length, so no two batches hash the same bytes)."""
     digest = hashlib.blake2b(settings.encode(), digest_size=16)
     for doc in docs:
-        digest.update(str(doc.doc_id).encode() + b"\0")
+        doc_id = str(doc.doc_id).encode()
+        digest.update(len(doc_id).to_bytes(8, "big") + doc_id)
         digest.update(hashlib.blake2b(doc.text.encode(), digest_size=16).digest())
     return digest.hexdigest()
 
