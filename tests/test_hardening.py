@@ -385,7 +385,9 @@ def test_batch_key_tells_crafted_ids_apart():
 
     # a text whose 16-byte digest is ASCII, so that it can sit inside a str id
     first = next(
-        t for t in (f"text {i}" for i in range(10**6)) if max(hashlib.blake2b(t.encode(), digest_size=16).digest()) < 128
+        t
+        for t in (f"text {i}" for i in range(10**6))
+        if max(hashlib.blake2b(t.encode(), digest_size=16).digest()) < 128
     )
     digest = hashlib.blake2b(first.encode(), digest_size=16).digest().decode("ascii")
     two = [Doc("x", first, 1), Doc("y", "second text", 1)]

@@ -473,3 +473,17 @@ def test_damaged_shards_are_rebuilt_and_never_feed_the_vector_cache(tmp_path: Pa
         np.concatenate([shard_vectors(f) for f in pipeline.iter_shards(clean)]),
         atol=1e-6,
     )
+
+
+def test_duplicate_document_ids_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bulk_encoder: Any
+) -> None:
+    """Two texts under one doc_id used to be embedded side by side (duplicated chunk_ids);
+    Index.build refuses them, and so does the job now, whatever input they come from."""
+    docs = tmp_path / "d.jsonl"
+    docs.write_text('{"id": "a", "text": "One text."}\n{"id": "b", "text": "Two."}\n{"id": "a", "text": "Other."}\n')
+    one_line_error(*cli(capsys, "embed-docs", docs, "--out", tmp_path / "ds")[::2], "'a'", "more than once")
+    note = tmp_path / "note.md"
+    note.write_text("# Note\n\nSome text.")
+    one_line_error(*cli(capsys, "embed-docs", note, note, "--out", tmp_path / "ds")[::2], str(note), "more than once")
+    assert not (tmp_path / "ds" / "manifest.json").exists()

@@ -586,9 +586,24 @@ def count_for_eta(bar: Progress, paths: list[str], spec: JobSpec) -> None:
 
 def plan(inputs: Sequence[str], spec: JobSpec, settings: str, shard_dir: Path) -> Iterator[Planned]:
     """The corpus as shard batches, each with its key and whether its shard exists."""
-    for docs in shard_batches(read_inputs(inputs, spec), spec.shard_docs):
+    for docs in shard_batches(unique_ids(read_inputs(inputs, spec)), spec.shard_docs):
         key = batch_key(settings, docs)
         yield Planned(key, docs, shard_ok(shard_dir / f"{key}{PARQUET_SUFFIX}"))
+
+
+def unique_ids(docs: Iterable[Doc]) -> Iterator[Doc]:
+    """``docs``; InputError at the first id seen before (a row's ``doc_id`` names one
+    document). Keeps a 16-byte digest per id."""
+    seen: set[bytes] = set()
+    for doc in docs:
+        digest = hashlib.blake2b(str(doc.doc_id).encode(), digest_size=16).digest()
+        if digest in seen:
+            raise InputError(
+                f"document id {str(doc.doc_id)!r} is used more than once in the inputs; ids must be unique "
+                "(--id-column names the id field)"
+            )
+        seen.add(digest)
+        yield doc
 
 
 def ahead(items: Iterator[Any], depth: int = 2) -> Iterator[Any]:
