@@ -487,3 +487,73 @@ def test_duplicate_document_ids_are_refused(
     note.write_text("# Note\n\nSome text.")
     one_line_error(*cli(capsys, "embed-docs", note, note, "--out", tmp_path / "ds")[::2], str(note), "more than once")
     assert not (tmp_path / "ds" / "manifest.json").exists()
+
+
+def test_bulk_job_bad_flags_and_records_are_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bulk_encoder: Any
+) -> None:
+    """--threads above the cap, a lone-surrogate id, a misspelled --id-column (it used to
+    fall back to line ids), Parquet text that is not UTF-8 (it was "not a Parquet file")."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    docs = tmp_path / "d.jsonl"
+    docs.write_text('{"key": "a", "text": "One text."}\n')
+    out = tmp_path / "ds"
+    cap = chunkforge._native.max_threads()
+    one_line_error(*cli(capsys, "embed-docs", docs, "--out", out, "--threads", cap + 1)[::2], "--threads", "between 1")
+    one_line_error(*cli(capsys, "embed-docs", docs, "--out", out, "--id-column", "kye")[::2], f"{docs}:1", '"kye"')
+    surrogate = tmp_path / "s.jsonl"
+    surrogate.write_text('{"id": "\\ud800", "text": "Hello world."}\n')
+    for command in (["embed-docs", surrogate, "--out", out], ["chunk", surrogate]):
+        one_line_error(*cli(capsys, *command)[::2], f"{surrogate}:1", "lone surrogate")
+    text = pa.Array.from_buffers(
+        pa.string(), 1, [None, pa.py_buffer(np.array([0, 1], np.int32)), pa.py_buffer(b"\xff")]
+    )
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"id": ["a"], "text": text}), bad)
+    for command in (["embed-docs", bad, "--out", out], ["chunk", bad]):
+        code, _, err = cli(capsys, *command)
+        one_line_error(code, err, str(bad), "not valid UTF-8")
+        assert "not a Parquet file" not in err
+
+
+def test_dev_zero_as_input_is_a_bounded_read(tmp_path: Path) -> None:
+    """/dev/zero (or any endless file) used to be read until MemoryError; now the read
+    stops past the largest input file and says so. Run with 3 GiB of address space."""
+    import resource
+
+    from chunkforge._io import MAX_INPUT_BYTES
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    for args in (["chunk", "/dev/zero"], ["chunk", "-"]):
+        with open("/dev/zero", "rb") as stdin:
+            result = subprocess.run(
+                [sys.executable, "-m", "chunkforge", *args],
+                stdin=stdin,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                preexec_fn=limit,
+                env={**os.environ, "PYTHONPATH": PYTHONPATH},
+            )
+        one_line_error(result.returncode, result.stderr, f"than {MAX_INPUT_BYTES} bytes")
+
+
+def test_a_full_disk_names_the_file(tmp_path: Path, bulk_encoder: Any) -> None:
+    """A shard that cannot be written (here: over the file size limit, as on a full disk)
+    is one line naming the file, exit 2."""
+    import resource
+
+    docs = bulk_docs(tmp_path / "d.jsonl", 8, chars=3000)
+    out = tmp_path / "ds"
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    job = embed_docs(docs, "--out", out, "--with-text", preexec_fn=limit)
+    _, err = job.communicate(timeout=300)
+    one_line_error(job.returncode, err, f"cannot write {out / 'shards'}", "File too large")

@@ -84,7 +84,7 @@ from ._io import (
 from ._options import CODE_SUFFIXES, ChunkerSet, load_encoder
 from .chunkers import node_id
 from .errors import InputError
-from .tokenizer import DEFAULT_TOKENIZER, Tokenizer
+from .tokenizer import DEFAULT_TOKENIZER, Tokenizer, check_threads
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -139,6 +139,10 @@ class JobSpec:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise InputError(f"{name} must be an integer >= 1, not {value!r}")
+        try:
+            check_threads(self.threads)
+        except ValueError as exc:
+            raise InputError(str(exc)) from exc
         if isinstance(self.overlap, bool) or not isinstance(self.overlap, int) or self.overlap < 0:
             raise InputError(f"overlap must be an integer >= 0, not {self.overlap!r}")
         for name in ("id_column", "text_column"):
@@ -268,8 +272,9 @@ def read_inputs(inputs: Sequence[str], spec: JobSpec) -> Iterator[Doc]:
                 record = {**record, TEXT_KEY: record[spec.text_column]}
             if spec.id_column is not None:
                 record = {k: v for k, v in record.items() if k not in ID_KEYS}
-                if spec.id_column in record:
-                    record[ID_KEYS[0]] = record[spec.id_column]
+                if spec.id_column not in record:
+                    raise InputError(f'{where}: record has no "{spec.id_column}" (--id-column)')
+                record[ID_KEYS[0]] = record[spec.id_column]
             text = record_text(where, record)
             yield Doc(str(record_doc_id(where, record, default=where)), text, nbytes or len(text.encode("utf-8")))
 
@@ -520,8 +525,12 @@ class ShardBuilder:
         """The shard of ``key``, written atomically."""
         import pyarrow.parquet as pq
 
-        with atomic_file(self.shard_dir / f"{key}{PARQUET_SUFFIX}") as tmp:
-            pq.write_table(table, tmp, write_page_checksum=True)
+        path = self.shard_dir / f"{key}{PARQUET_SUFFIX}"
+        try:
+            with atomic_file(path) as tmp:
+                pq.write_table(table, tmp, write_page_checksum=True)
+        except OSError as exc:  # a full disk: the file is named
+            raise InputError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
     def build(self, key: str, docs: list[Doc]) -> ShardStats:
         """Chunks, embeds and writes one batch's shard (what a Ray actor does per batch)."""
@@ -801,8 +810,11 @@ def run_locked(
         "tokens": summary.tokens,
         "shards": shards,
     }
-    with atomic_file(root / MANIFEST) as tmp:
-        tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    try:
+        with atomic_file(root / MANIFEST) as tmp:
+            tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    except OSError as exc:  # a full disk: the file is named
+        raise InputError(f"cannot write {root / MANIFEST}: {exc.strerror or exc}") from exc
     remove_unlisted(root, shards)
     if lancedb is not None:
         from .lance import write_lancedb
@@ -1042,5 +1054,9 @@ def run_command(args: Any) -> str:
             raise InputError(f"--{name} must be >= 1, got {value}")
     if args.overlap < 0:
         raise InputError(f"--overlap must be >= 0, got {args.overlap}")
+    try:
+        check_threads(args.threads)
+    except ValueError as exc:
+        raise InputError(f"--{exc}") from exc
     summary = run(args.paths, args.out, spec=spec, lancedb=args.lancedb, ray=args.ray, ray_actors=args.ray_actors)
     return summary.line()
