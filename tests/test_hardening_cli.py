@@ -557,3 +557,32 @@ def test_a_full_disk_names_the_file(tmp_path: Path, bulk_encoder: Any) -> None:
     job = embed_docs(docs, "--out", out, "--with-text", preexec_fn=limit)
     _, err = job.communicate(timeout=300)
     one_line_error(job.returncode, err, f"cannot write {out / 'shards'}", "File too large")
+
+
+def test_a_fifo_input_is_read_by_the_job_not_by_the_progress_count(tmp_path: Path, bulk_encoder: Any) -> None:
+    """With a progress bar (a terminal), the thread counting documents for the ETA used to
+    read a FIFO first: the job got 0 documents, or waited for a writer forever."""
+    fifo = tmp_path / "docs.jsonl"
+    os.mkfifo(fifo)
+    records = "".join(
+        json.dumps({"id": f"d{i}", "text": f"Document number {i}. It has two sentences."}) + "\n" for i in range(5)
+    )
+
+    def write() -> None:
+        fd = os.open(fifo, os.O_WRONLY)
+        os.write(fd, records.encode())
+        os.close(fd)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    out = tmp_path / "ds"
+    code = f"from chunkforge import pipeline; print(pipeline.run([{str(fifo)!r}], {str(out)!r}, progress=True).docs)"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env={**os.environ, "PYTHONPATH": PYTHONPATH},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["5"]

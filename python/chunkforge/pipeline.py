@@ -281,13 +281,15 @@ def read_inputs(inputs: Sequence[str], spec: JobSpec) -> Iterator[Doc]:
 
 def count_docs(inputs: Sequence[str], spec: JobSpec) -> int:
     """How many documents the inputs hold (Parquet metadata, JSONL lines, files): the
-    progress bar's total, for its ETA."""
+    progress bar's total, for its ETA. Only regular files are counted."""
     import gzip
 
     total = 0
     if STDIN in inputs:  # read once, by the job
         raise ValueError("no count of stdin")
     for name in input_files(inputs, spec):
+        if not os.path.isfile(name):  # a FIFO or a device is read once, by the job
+            raise ValueError(f"no count of {name}")
         if name.endswith(PARQUET_SUFFIXES):
             import pyarrow.parquet as pq
 
