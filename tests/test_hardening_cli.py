@@ -586,3 +586,14 @@ def test_a_fifo_input_is_read_by_the_job_not_by_the_progress_count(tmp_path: Pat
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["5"]
+
+
+def test_ray_address_with_nothing_listening_fails_at_once(tmp_path: Path, bulk_encoder: Any) -> None:
+    """``--ray 127.0.0.1:1`` (nothing listening) used to print nothing for minutes."""
+    pytest.importorskip("ray")
+    docs = bulk_docs(tmp_path / "d.jsonl", 2)
+    started = time.monotonic()
+    job = embed_docs(docs, "--out", tmp_path / "ds", "--ray", "127.0.0.1:1")
+    _, err = job.communicate(timeout=120)
+    one_line_error(job.returncode, err, "--ray 127.0.0.1:1", "no Ray cluster answers")
+    assert time.monotonic() - started < 60
