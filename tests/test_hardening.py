@@ -369,3 +369,28 @@ def test_fuzz_find_span_starting_inside_an_added_token():
                 for e in range(s, min(len(text), s + 16) + 1):
                     expected = len(hf_tokenizer(kind).encode(text[s:e], add_special_tokens=False).ids)
                     assert counter.count(s, e) == expected, (kind, s, e, text[s:e])
+
+
+# issue 28: the bulk job's shard names frame each document id unambiguously
+
+
+def test_batch_key_tells_crafted_ids_apart():
+    """Ids used to be joined to text digests by a NUL: an id holding a NUL and another
+    document's digest made a one-document batch hash like a two-document one, so a
+    different corpus would have reused the first corpus's shard."""
+    import hashlib
+
+    from chunkforge._io import Doc
+    from chunkforge.pipeline import batch_key
+
+    # a text whose 16-byte digest is ASCII, so that it can sit inside a str id
+    first = next(
+        t
+        for t in (f"text {i}" for i in range(10**6))
+        if max(hashlib.blake2b(t.encode(), digest_size=16).digest()) < 128
+    )
+    digest = hashlib.blake2b(first.encode(), digest_size=16).digest().decode("ascii")
+    two = [Doc("x", first, 1), Doc("y", "second text", 1)]
+    one = [Doc("x\0" + digest + "y", "second text", 1)]
+    assert batch_key("settings", two) != batch_key("settings", one)
+    assert batch_key("settings", two) == batch_key("settings", list(two))

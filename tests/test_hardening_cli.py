@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -302,3 +303,297 @@ def test_index_build_rejects_what_chunk_rejects(
         docs = tmp_path / "docs.jsonl"
         docs.write_text(line + "\n")
         one_line_error(*cli(capsys, "index", "build", docs, "--out", tmp_path / "idx")[::2], f"{docs}:1", *words)
+
+
+# issue 28: the bulk job (embed-docs) under hostile use
+
+
+@pytest.fixture(scope="module")
+def bulk_encoder(model_cache: Path):
+    needs_model()
+    pytest.importorskip("pyarrow")
+    from chunkforge import Encoder
+
+    return Encoder.default()
+
+
+def bulk_docs(path: Path, n: int, chars: int = 600, prefix: str = "", skip: int = 0) -> Path:
+    """``n`` corpus documents (from ``skip``), cut to ``chars``, ids prefixed, as JSONL."""
+    docs = corpus()[skip : skip + n]
+    path.write_text("".join(json.dumps({"id": prefix + d["id"], "text": d["text"][:chars]}) + "\n" for d in docs))
+    return path
+
+
+def embed_docs(*args: object, **kwargs: Any) -> subprocess.Popen:
+    """``chunkforge embed-docs ARGS`` in a new process (48-token chunks, one thread)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "chunkforge", "embed-docs", *map(str, args), "--max-tokens", "48", "--threads", "1"],
+        env={**os.environ, "PYTHONPATH": PYTHONPATH},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
+
+
+def listed_shards(out: Path) -> set[str]:
+    from chunkforge import pipeline
+
+    return {Path(s["file"]).name for s in pipeline.read_manifest(out)["shards"]}
+
+
+def test_a_second_job_on_the_same_out_is_refused_while_the_first_runs(tmp_path: Path, bulk_encoder: Any) -> None:
+    """Two jobs on one --out (different corpora) used to both exit 0, one's clean-up deleting
+    shards the other's manifest lists. Now the second is refused (one line, exit 2) and the
+    first finishes whole."""
+    from chunkforge import pipeline
+
+    first_docs = bulk_docs(tmp_path / "a.jsonl", 60, chars=2500, prefix="a-")
+    out = tmp_path / "ds"
+    first = embed_docs(first_docs, "--out", out, "--shard-docs", "4")
+    shards = out / "shards"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and first.poll() is None:
+        if shards.is_dir() and any(p.suffix == ".parquet" for p in shards.iterdir()):
+            break
+        time.sleep(0.02)
+    assert first.poll() is None, "the first job ended before the second started"
+    second = embed_docs(bulk_docs(tmp_path / "b.jsonl", 4, prefix="b-"), "--out", out)
+    _, err = second.communicate(timeout=240)
+    _, first_err = first.communicate(timeout=600)
+    one_line_error(second.returncode, err, f"--out {out}", "another job")
+    assert first.returncode == 0, first_err
+    assert {p.name for p in shards.iterdir()} == listed_shards(out)
+    ids = pipeline.read_dataset(out, columns=["doc_id"]).column(0).to_pylist()
+    assert list(dict.fromkeys(ids)) == ["a-" + d["id"] for d in corpus()[:60]]
+
+
+def test_files_a_user_keeps_in_out_shards_are_not_deleted(tmp_path: Path, bulk_encoder: Any) -> None:
+    """The clean-up removes the job's own shard and temp files only; a folder that has a
+    ``shards`` folder of other files is not taken for a dataset."""
+    from chunkforge import pipeline
+    from chunkforge.errors import InputError
+
+    docs = bulk_docs(tmp_path / "d.jsonl", 6)
+    theirs = tmp_path / "theirs"
+    (theirs / "shards").mkdir(parents=True)
+    (theirs / "shards" / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="holds no chunkforge dataset"):
+        pipeline.run([docs], theirs, encoder=bulk_encoder, max_tokens=48)
+    assert (theirs / "shards" / "notes.txt").read_text() == "mine"
+
+    out = tmp_path / "ds"
+    pipeline.run([docs], out, encoder=bulk_encoder, max_tokens=48, shard_docs=2)
+    shards = out / "shards"
+    (shards / "notes.txt").write_text("mine")
+    (shards / "mine.parquet").write_bytes(b"not a shard")
+    (shards / "folder").mkdir()
+    (shards / "folder" / "x.txt").write_text("mine too")
+    bulk_docs(docs, 5)  # one document deleted: its shard goes, the user's files stay
+    summary = pipeline.run([docs], out, encoder=bulk_encoder, max_tokens=48, shard_docs=2)
+    assert summary.docs == 5
+    assert (shards / "notes.txt").read_text() == "mine" and (shards / "mine.parquet").read_bytes() == b"not a shard"
+    assert (shards / "folder" / "x.txt").read_text() == "mine too"
+    ours = {p.name for p in shards.iterdir() if p.is_file() and len(p.stem) == 32}
+    assert ours == listed_shards(out)
+
+
+def test_out_inside_an_input_folder_is_refused(tmp_path: Path, bulk_encoder: Any) -> None:
+    """--out inside an input folder made the second run read its own shard as the corpus
+    (a .parquet file there switches the folder to Parquet); an input inside --out likewise."""
+    from chunkforge import pipeline
+    from chunkforge.errors import InputError
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Cats\n\nCats purr when content. They sleep most of the day.")
+    with pytest.raises(InputError, match="--out .* is inside the input"):
+        pipeline.run([notes], notes / "vectors", encoder=bulk_encoder)
+    assert sorted(p.name for p in notes.iterdir()) == ["a.md"]
+    out = tmp_path / "ds"
+    pipeline.run([notes], out, encoder=bulk_encoder)
+    shard = next((out / "shards").iterdir())
+    with pytest.raises(InputError, match="is inside --out"):
+        pipeline.run([shard], out, encoder=bulk_encoder)
+
+
+def shard_vectors(path: Path) -> np.ndarray:
+    import pyarrow.parquet as pq
+
+    column = pq.read_table(path, columns=["vector"]).column(0).combine_chunks()
+    return column.values.to_numpy().reshape(len(column), column.type.list_size)
+
+
+def flip_vector_bytes(path: Path) -> None:
+    """Flips 16 bytes in the middle of the vector column's data, footer and headers intact."""
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(path).metadata.row_group(0)
+    column = next(meta.column(i) for i in range(meta.num_columns) if meta.column(i).path_in_schema.startswith("vector"))
+    first = min(o for o in (column.dictionary_page_offset, column.data_page_offset) if o is not None)
+    middle = first + column.total_compressed_size // 2
+    data = bytearray(path.read_bytes())
+    for i in range(middle, middle + 16):
+        data[i] ^= 0x5A
+    path.write_bytes(bytes(data))
+
+
+def test_damaged_shards_are_rebuilt_and_never_feed_the_vector_cache(tmp_path: Path, bulk_encoder: Any) -> None:
+    """A shard with flipped bytes in its vectors, a truncated one and an empty one: the
+    rerun rebuilds them (no ArrowInvalid, no damaged vector read back or copied through
+    the vector cache) and the dataset equals a clean run's."""
+    from chunkforge import pipeline
+    from chunkforge.errors import InputError
+
+    docs = bulk_docs(tmp_path / "d.jsonl", 12)
+    options = {"encoder": bulk_encoder, "max_tokens": 48, "with_text": True, "shard_docs": 2}
+    clean = tmp_path / "clean"
+    pipeline.run([docs], clean, **options)
+    out = tmp_path / "ds"
+    pipeline.run([docs], out, **options)
+    files = list(pipeline.iter_shards(out))
+    assert len(files) >= 4
+    flip_vector_bytes(files[0])
+    files[1].write_bytes(files[1].read_bytes()[: files[1].stat().st_size // 2])
+    files[2].write_bytes(b"")
+    with pytest.raises(InputError, match="is damaged .*rerun the job"):
+        pipeline.read_dataset(out)
+    # the first shard's first document edited: its batch is rebuilt, its other chunks
+    # would come from the vector cache, that is from the damaged shard
+    records = [json.loads(line) for line in docs.read_text().splitlines()]
+    records[0]["text"] += " One more sentence at the end."
+    docs.write_text("".join(json.dumps(r) + "\n" for r in records))
+    pipeline.run([docs], clean, **options)
+    summary = pipeline.run([docs], out, **options)
+    assert summary.shards_built == 3
+    got, want = pipeline.read_dataset(out), pipeline.read_dataset(clean)
+    assert got.drop_columns(["vector"]).equals(want.drop_columns(["vector"]))
+    np.testing.assert_allclose(
+        np.concatenate([shard_vectors(f) for f in pipeline.iter_shards(out)]),
+        np.concatenate([shard_vectors(f) for f in pipeline.iter_shards(clean)]),
+        atol=1e-6,
+    )
+
+
+def test_duplicate_document_ids_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bulk_encoder: Any
+) -> None:
+    """Two texts under one doc_id used to be embedded side by side (duplicated chunk_ids);
+    Index.build refuses them, and so does the job now, whatever input they come from."""
+    docs = tmp_path / "d.jsonl"
+    docs.write_text('{"id": "a", "text": "One text."}\n{"id": "b", "text": "Two."}\n{"id": "a", "text": "Other."}\n')
+    one_line_error(*cli(capsys, "embed-docs", docs, "--out", tmp_path / "ds")[::2], "'a'", "more than once")
+    note = tmp_path / "note.md"
+    note.write_text("# Note\n\nSome text.")
+    one_line_error(*cli(capsys, "embed-docs", note, note, "--out", tmp_path / "ds")[::2], str(note), "more than once")
+    assert not (tmp_path / "ds" / "manifest.json").exists()
+
+
+def test_bulk_job_bad_flags_and_records_are_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bulk_encoder: Any
+) -> None:
+    """--threads above the cap, a lone-surrogate id, a misspelled --id-column (it used to
+    fall back to line ids), Parquet text that is not UTF-8 (it was "not a Parquet file")."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    docs = tmp_path / "d.jsonl"
+    docs.write_text('{"key": "a", "text": "One text."}\n')
+    out = tmp_path / "ds"
+    cap = chunkforge._native.max_threads()
+    one_line_error(*cli(capsys, "embed-docs", docs, "--out", out, "--threads", cap + 1)[::2], "--threads", "between 1")
+    one_line_error(*cli(capsys, "embed-docs", docs, "--out", out, "--id-column", "kye")[::2], f"{docs}:1", '"kye"')
+    surrogate = tmp_path / "s.jsonl"
+    surrogate.write_text('{"id": "\\ud800", "text": "Hello world."}\n')
+    for command in (["embed-docs", surrogate, "--out", out], ["chunk", surrogate]):
+        one_line_error(*cli(capsys, *command)[::2], f"{surrogate}:1", "lone surrogate")
+    text = pa.Array.from_buffers(
+        pa.string(), 1, [None, pa.py_buffer(np.array([0, 1], np.int32)), pa.py_buffer(b"\xff")]
+    )
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"id": ["a"], "text": text}), bad)
+    for command in (["embed-docs", bad, "--out", out], ["chunk", bad]):
+        code, _, err = cli(capsys, *command)
+        one_line_error(code, err, str(bad), "not valid UTF-8")
+        assert "not a Parquet file" not in err
+
+
+def test_dev_zero_as_input_is_a_bounded_read(tmp_path: Path) -> None:
+    """/dev/zero (or any endless file) used to be read until MemoryError; now the read
+    stops past the largest input file and says so. Run with 3 GiB of address space."""
+    import resource
+
+    from chunkforge._io import MAX_INPUT_BYTES
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    for args in (["chunk", "/dev/zero"], ["chunk", "-"]):
+        with open("/dev/zero", "rb") as stdin:
+            result = subprocess.run(
+                [sys.executable, "-m", "chunkforge", *args],
+                stdin=stdin,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                preexec_fn=limit,
+                env={**os.environ, "PYTHONPATH": PYTHONPATH},
+            )
+        one_line_error(result.returncode, result.stderr, f"than {MAX_INPUT_BYTES} bytes")
+
+
+def test_a_full_disk_names_the_file(tmp_path: Path, bulk_encoder: Any) -> None:
+    """A shard that cannot be written (here: over the file size limit, as on a full disk)
+    is one line naming the file, exit 2."""
+    import resource
+
+    docs = bulk_docs(tmp_path / "d.jsonl", 8, chars=3000)
+    out = tmp_path / "ds"
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    job = embed_docs(docs, "--out", out, "--with-text", preexec_fn=limit)
+    _, err = job.communicate(timeout=300)
+    one_line_error(job.returncode, err, f"cannot write {out / 'shards'}", "File too large")
+
+
+def test_a_fifo_input_is_read_by_the_job_not_by_the_progress_count(tmp_path: Path, bulk_encoder: Any) -> None:
+    """With a progress bar (a terminal), the thread counting documents for the ETA used to
+    read a FIFO first: the job got 0 documents, or waited for a writer forever."""
+    fifo = tmp_path / "docs.jsonl"
+    os.mkfifo(fifo)
+    records = "".join(
+        json.dumps({"id": f"d{i}", "text": f"Document number {i}. It has two sentences."}) + "\n" for i in range(5)
+    )
+
+    def write() -> None:
+        fd = os.open(fifo, os.O_WRONLY)
+        os.write(fd, records.encode())
+        os.close(fd)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    out = tmp_path / "ds"
+    code = f"from chunkforge import pipeline; print(pipeline.run([{str(fifo)!r}], {str(out)!r}, progress=True).docs)"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env={**os.environ, "PYTHONPATH": PYTHONPATH},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["5"]
+
+
+def test_ray_address_with_nothing_listening_fails_at_once(tmp_path: Path, bulk_encoder: Any) -> None:
+    """``--ray 127.0.0.1:1`` (nothing listening) used to print nothing for minutes."""
+    pytest.importorskip("ray")
+    docs = bulk_docs(tmp_path / "d.jsonl", 2)
+    started = time.monotonic()
+    job = embed_docs(docs, "--out", tmp_path / "ds", "--ray", "127.0.0.1:1")
+    _, err = job.communicate(timeout=120)
+    one_line_error(job.returncode, err, "--ray 127.0.0.1:1", "no Ray cluster answers")
+    assert time.monotonic() - started < 60

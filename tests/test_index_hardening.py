@@ -4,6 +4,9 @@ writers, checked manifests, deterministic builds. Real encoder, hnswlib, bm25s."
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +21,9 @@ from chunkforge.index.storage import checksum as _checksum  # noqa: E402
 from chunkforge.index.storage import manifest_checksum as _manifest_checksum  # noqa: E402
 
 from conftest import corpus  # noqa: E402
+
+pa = pytest.importorskip("pyarrow")
+ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "python")}
 
 BASE = [
     {"id": "cats.md", "text": "# Cats\n\nCats purr when content. They sleep most of the day. Kittens play."},
@@ -217,3 +223,132 @@ def test_format_1_index_with_one_graph_loads(saved: Path, encoder):
         assert [h[3] for h in got] == pytest.approx([h[3] for h in want], abs=1e-6)
     old.add([EXTRA])
     assert old.search("parrots talk", k=1)[0].doc_id == "birds.md"
+
+
+# issue 28: what a hostile-input sweep of the saved index found
+
+
+def rewrite(folder: Path, name: str, table) -> None:
+    """Replaces ``folder/name`` by ``table`` and makes the manifest agree (its checksums
+    recomputed): a consistent-looking index whose content is hostile."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, folder / name)
+    manifest_file = folder / "manifest.json"
+    manifest = json.loads(manifest_file.read_text())
+    manifest["files"][name] = _checksum(folder / name)
+    manifest["checksum"] = _manifest_checksum(manifest)
+    manifest_file.write_text(json.dumps(manifest))
+
+
+def load_in_a_process(root: Path) -> subprocess.CompletedProcess:
+    """``Index.load(root)`` in a new process: prints the CorruptIndexError, if any."""
+    code = (
+        "import sys\nfrom chunkforge.index import CorruptIndexError, Index\n"
+        f"try:\n    Index.load({str(root)!r})\nexcept CorruptIndexError as exc:\n    print('corrupt:', exc)\n"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=ENV)
+
+
+def test_a_huge_label_in_nodes_parquet_is_corrupt_not_an_abort(saved: Path):
+    """A label of 2**40 in a checksum-valid nodes.parquet aborted the process (a native
+    allocation of 64 bytes a label); labels are checked before native code sees them."""
+    import pyarrow.parquet as pq
+
+    folder = saved.parent
+    nodes = pq.read_table(folder / "nodes.parquet")
+    labels = nodes.column("label").to_numpy().copy()
+    labels[labels.argmax()] = 2**40
+    rewrite(folder, "nodes.parquet", nodes.set_column(6, "label", pa.array(labels)))
+    result = load_in_a_process(folder.parent)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("corrupt:") and "label" in result.stdout, result.stdout
+    # next_label raised to match (checksum recomputed): the graphs cannot hold that many
+    manifest = json.loads(saved.read_text())
+    manifest["next_label"] = 2**40 + 1
+    manifest["checksum"] = _manifest_checksum(manifest)
+    saved.write_text(json.dumps(manifest))
+    result = load_in_a_process(folder.parent)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("corrupt:") and "next_label" in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize("headings", ["not json", "[1, 2]", '{"a": 1}', "[[1]]", "[null]"])
+def test_headings_that_are_not_lists_of_strings_are_corrupt(saved: Path, encoder, headings: str):
+    import pyarrow.parquet as pq
+
+    folder = saved.parent
+    docs = pq.read_table(folder / "docs.parquet")
+    column = pa.array([headings] * docs.num_rows, pa.string())
+    rewrite(folder, "docs.parquet", docs.set_column(docs.schema.get_field_index("headings"), "headings", column))
+    with pytest.raises(CorruptIndexError, match="headings"):
+        Index.load(folder.parent, encoder)
+
+
+@pytest.mark.parametrize("pointer", ["../elsewhere", "ABSOLUTE", "v-000001/../../elsewhere", ""])
+def test_current_must_name_a_version_folder_inside_the_index(saved: Path, encoder, pointer: str):
+    """CURRENT naming ../elsewhere or an absolute path was followed out of the index folder."""
+    import shutil
+
+    root = saved.parent.parent
+    elsewhere = root.parent / "elsewhere"
+    shutil.copytree(saved.parent, elsewhere)
+    (root / "CURRENT").write_text((str(elsewhere) if pointer == "ABSOLUTE" else pointer) + "\n")
+    with pytest.raises(CorruptIndexError, match="CURRENT"):
+        Index.load(root, encoder)
+
+
+def test_loads_while_another_thread_saves_and_two_savers(encoder, tmp_path: Path):
+    """Loading while another thread saves used to raise CorruptIndexError (the old version
+    removed under the reader); two savers raised FileNotFoundError / FileExistsError."""
+    index = Index.build(BASE, encoder)
+    root = tmp_path / "idx"
+    index.save(root)
+    expected = answer(index, QUESTIONS[0])
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def save() -> None:
+        try:
+            while not stop.is_set():
+                index.save(root)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    savers = [threading.Thread(target=save) for _ in range(2)]
+    for t in savers:
+        t.start()
+    try:
+        for _ in range(40):
+            assert answer(Index.load(root, encoder), QUESTIONS[0]) == expected
+    finally:
+        stop.set()
+        for t in savers:
+            t.join(120)
+    assert not errors, errors[:3]
+    assert [p.name for p in root.iterdir() if p.name.startswith("v-")] == [(root / "CURRENT").read_text().strip()]
+
+
+def test_lone_surrogates_are_refused_by_add_and_a_failed_save_leaves_no_version(encoder, tmp_path: Path):
+    """A lone-surrogate id was accepted by add(), then save() failed and left a stray
+    version folder. add() refuses it now; a save that fails (a file over the size limit,
+    as on a full disk) removes its half-written version and keeps the old one."""
+    index = Index.build(BASE, encoder)
+    for doc in ({"id": "\ud800", "text": "x"}, {"id": "a", "source": "\udfff", "text": "x"}, {"text": "a \ud800 b"}):
+        with pytest.raises(ValueError, match="lone surrogate"):
+            index.add([doc])
+    assert len(index) == 3
+    root = tmp_path / "idx"
+    index.save(root)
+    code = (
+        "import resource, signal\nfrom chunkforge.index import Index\n"
+        f"index = Index.load({str(root)!r})\n"
+        f"index.add([{{'id': 'big', 'text': 'Many words in a sentence. ' * 4000}}])\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))\n"
+        f"index.save({str(root)!r})\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=ENV)
+    assert result.returncode != 0 and "File too large" in result.stderr, result.stderr[-2000:]
+    assert sorted(p.name for p in root.iterdir()) == ["CURRENT", "v-000001"]
+    assert Index.load(root, encoder).doc_ids == [d["id"] for d in BASE]

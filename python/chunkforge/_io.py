@@ -61,6 +61,9 @@ ID_KEYS = ("doc_id", "id")
 """The document id fields, the first present wins."""
 TEXT_KEY = "text"
 PARQUET_BATCH_ROWS = 1024
+MAX_INPUT_BYTES = 1 << 30
+"""The largest text file, and the longest JSONL line, read (1 GiB): an endless input such as
+``/dev/zero`` is an error, not a read until memory runs out."""
 
 
 class Doc(NamedTuple):
@@ -100,9 +103,12 @@ def check_paths(paths: Iterable[str]) -> None:
 def read_text_file(path: str) -> Doc:
     """A plain file as one document, its path as its id."""
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as f:
+            data = f.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputError(f"{path} is larger than {MAX_INPUT_BYTES} bytes (the largest text file read)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -124,9 +130,11 @@ def read_records(path: str, error: type[Exception] = InputError) -> Iterator[tup
         else:
             lines = gzip.open(path) if path.endswith(".gz") else open(path, "rb")
         with lines:
-            for lineno, line in enumerate(lines, 1):
+            for lineno, line in enumerate(iter(lambda: lines.readline(MAX_INPUT_BYTES + 1), b""), 1):
+                where = f"{name}:{lineno}"
+                if len(line) > MAX_INPUT_BYTES:
+                    raise error(f"{where}: line longer than {MAX_INPUT_BYTES} bytes (the longest read)")
                 if line.strip():
-                    where = f"{name}:{lineno}"
                     yield where, json_object(where, line, error), len(line)
     except (OSError, EOFError, zlib.error) as exc:
         raise error(f"cannot read {name}: {getattr(exc, 'strerror', None) or exc}") from exc
@@ -151,6 +159,8 @@ def _parquet_records(path: str, error: type[Exception]) -> Iterator[tuple[str, d
                 )
     except OSError as exc:  # pyarrow's ArrowInvalid is an OSError/ValueError subclass
         raise error(f"cannot read {path}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: from row {row + 1}: a string is not valid UTF-8 ({exc.reason})") from exc
     except ValueError as exc:
         raise error(f"cannot read {path}: not a Parquet file ({exc})") from exc
 
@@ -185,7 +195,22 @@ def record_doc_id(
     value = record[key]
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise error(f'{where}: "{key}" must be a string or an integer, not {type(value).__name__}')
+    if isinstance(value, str) and not is_unicode(value):
+        raise error(f'{where}: "{key}" holds a lone surrogate (not valid Unicode)')
     return value
+
+
+def is_unicode(text: str) -> bool:
+    """False for a string holding a lone surrogate (JSON's ``"\\ud800"``): it has no UTF-8 form.
+
+    >>> is_unicode("caf\\u00e9"), is_unicode("\\ud800")
+    (True, False)
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def record_text(where: str, record: dict[str, Any], error: type[Exception] = InputError) -> str:
@@ -195,10 +220,8 @@ def record_text(where: str, record: dict[str, Any], error: type[Exception] = Inp
     text = record[TEXT_KEY]
     if not isinstance(text, str):
         raise error(f'{where}: "text" must be a string, not {type(text).__name__}')
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise error(f'{where}: "text" holds a lone surrogate (not valid Unicode)') from exc
+    if not is_unicode(text):
+        raise error(f'{where}: "text" holds a lone surrogate (not valid Unicode)')
     return text
 
 

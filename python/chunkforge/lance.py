@@ -41,7 +41,8 @@ def write_lancedb(dataset: str | os.PathLike[str], database: str | os.PathLike[s
 
     def batches() -> Iterator[pa.RecordBatch]:
         for path in files:
-            yield from pq.read_table(path).replace_schema_metadata(None).to_batches()
+            table = pq.read_table(path, page_checksum_verification=True)
+            yield from table.replace_schema_metadata(None).to_batches()
 
     try:
         db = lancedb.connect(os.fspath(database))

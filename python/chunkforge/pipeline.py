@@ -41,11 +41,14 @@ thread while the current one is embedded; at most two batches wait, so memory st
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import json
 import os
 import queue
+import re
 import sys
 import threading
 import time
@@ -86,7 +89,7 @@ from ._options import CODE_SUFFIXES, ChunkerSet, load_encoder
 from ._recommended import VARIANTS
 from .chunkers import node_id
 from .errors import InputError
-from .tokenizer import DEFAULT_TOKENIZER, Tokenizer
+from .tokenizer import DEFAULT_TOKENIZER, Tokenizer, check_threads
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -108,6 +111,9 @@ PARQUET_SUFFIX = ".parquet"
 TREES_SUFFIX = ".trees.parquet"
 """With ``units="tree"``, the documents' trees of shard ``<key>.parquet`` are in ``<key>.trees.parquet``."""
 PIPELINE_EXTRA = 'pip install "chunkforge[embed,parquet]"'
+OWN_SHARD_FILE = re.compile(r"[0-9a-f]{32}(\.trees)?\.parquet|\.[0-9a-f]{32}(\.trees)?\.parquet\.\d+-[^/]*\.tmp")
+"""The names the job writes in ``shards/``: a shard (``KEY.parquet``) or its temp file; the
+clean-up removes no other file."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +166,10 @@ class JobSpec:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise InputError(f"{name} must be an integer >= 1, not {value!r}")
+        try:
+            check_threads(self.threads)
+        except ValueError as exc:
+            raise InputError(str(exc)) from exc
         if isinstance(self.overlap, bool) or not isinstance(self.overlap, int) or self.overlap < 0:
             raise InputError(f"overlap must be an integer >= 0, not {self.overlap!r}")
         for name in ("id_column", "text_column"):
@@ -254,9 +264,10 @@ class Planned(NamedTuple):
 
     @staticmethod
     def exists_in(shard_dir: Path, key: str, spec: JobSpec) -> bool:
-        """Whether the shard of ``key`` is in ``shard_dir`` (with its trees, for ``units="tree"``)."""
+        """Whether the shard of ``key`` is whole in ``shard_dir`` (:func:`shard_ok`; with its trees,
+        for ``units="tree"``)."""
         names = [f"{key}{PARQUET_SUFFIX}", *([f"{key}{TREES_SUFFIX}"] if spec.units == "tree" else [])]
-        return all((shard_dir / name).exists() for name in names)
+        return all(shard_ok(shard_dir / name) for name in names)
 
 
 class Chunked(NamedTuple):
@@ -300,8 +311,9 @@ def read_inputs(inputs: Sequence[str], spec: JobSpec) -> Iterator[Doc]:
                 record = {**record, TEXT_KEY: record[spec.text_column]}
             if spec.id_column is not None:
                 record = {k: v for k, v in record.items() if k not in ID_KEYS}
-                if spec.id_column in record:
-                    record[ID_KEYS[0]] = record[spec.id_column]
+                if spec.id_column not in record:
+                    raise InputError(f'{where}: record has no "{spec.id_column}" (--id-column)')
+                record[ID_KEYS[0]] = record[spec.id_column]
             text = record_text(where, record)
             doc_id = str(record_doc_id(where, record, default=where))
             metadata = record_metadata(record) if spec.units == "tree" else {}
@@ -310,13 +322,15 @@ def read_inputs(inputs: Sequence[str], spec: JobSpec) -> Iterator[Doc]:
 
 def count_docs(inputs: Sequence[str], spec: JobSpec) -> int:
     """How many documents the inputs hold (Parquet metadata, JSONL lines, files): the
-    progress bar's total, for its ETA."""
+    progress bar's total, for its ETA. Only regular files are counted."""
     import gzip
 
     total = 0
     if STDIN in inputs:  # read once, by the job
         raise ValueError("no count of stdin")
     for name in input_files(inputs, spec):
+        if not os.path.isfile(name):  # a FIFO or a device is read once, by the job
+            raise ValueError(f"no count of {name}")
         if name.endswith(PARQUET_SUFFIXES):
             import pyarrow.parquet as pq
 
@@ -346,10 +360,12 @@ def shard_batches(docs: Iterable[Doc], shard_docs: int) -> Iterator[list[Doc]]:
 
 
 def batch_key(settings: str, docs: list[Doc]) -> str:
-    """The shard name of a batch: a hash of the job's settings and each document's id and text."""
+    """The shard name of a batch: a hash of the job's settings and each document's id and text
+    (each id preceded by its length, so no two batches hash the same bytes)."""
     digest = hashlib.blake2b(settings.encode(), digest_size=16)
     for doc in docs:
-        digest.update(str(doc.doc_id).encode() + b"\0")
+        doc_id = str(doc.doc_id).encode()
+        digest.update(len(doc_id).to_bytes(8, "big") + doc_id)
         digest.update(hashlib.blake2b(doc.text.encode(), digest_size=16).digest())
         if doc.metadata:  # units="tree" keeps it with the document
             digest.update(hashlib.blake2b(json.dumps(doc.metadata, sort_keys=True, default=str).encode()).digest())
@@ -426,7 +442,7 @@ class VectorCache:
         self.shard_dir, self.vectors = shard_dir, vectors
         self._paths: list[Path] | None = None
         self._hashes = self._where = np.zeros(0, np.uint64)
-        self._loaded: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._loaded: OrderedDict[int, np.ndarray | None] = OrderedDict()
 
     def _build(self) -> None:
         import pyarrow.parquet as pq
@@ -437,7 +453,8 @@ class VectorCache:
                 meta = pq.read_schema(path).metadata or {}
                 if meta.get(b"chunkforge.vectors") != self.vectors.encode():
                     continue
-                column = pq.read_table(path, columns=["text_hash"]).column(0).to_pylist()
+                column = pq.read_table(path, columns=["text_hash"], page_checksum_verification=True).column(0)
+                column = column.to_pylist()
             except (OSError, ValueError):  # a file that is not a shard: not a cache entry
                 continue
             shard = len(self._paths)
@@ -459,21 +476,32 @@ class VectorCache:
         where = self._where[pos[found]]
         shards, rows = (where >> np.uint64(32)).astype(np.int64), (where & np.uint64(0xFFFFFFFF)).astype(np.int64)
         vectors = np.empty((len(where), 0), dtype)
+        usable = np.ones(len(where), bool)
         for shard in np.unique(shards):
+            mine = shards == shard
             block = self._vectors(int(shard))
+            if block is None:  # a damaged shard: its vectors are embedded again
+                usable[mine] = False
+                continue
             if vectors.shape[1] == 0:
                 vectors = np.empty((len(where), block.shape[1]), block.dtype)
-            mine = shards == shard
             vectors[mine] = block[rows[mine]]
-        return found, vectors
+        found[np.flatnonzero(found)[~usable]] = False
+        return found, vectors[usable]
 
-    def _vectors(self, shard: int) -> np.ndarray:
+    def _vectors(self, shard: int) -> np.ndarray | None:
+        """The vectors of a shard, None when its pages do not match their checksums."""
         if shard not in self._loaded:
             import pyarrow.parquet as pq
 
             assert self._paths is not None
-            column = pq.read_table(self._paths[shard], columns=["vector"]).column(0).combine_chunks()
-            self._loaded[shard] = column.values.to_numpy().reshape(len(column), column.type.list_size)
+            try:
+                table = pq.read_table(self._paths[shard], columns=["vector"], page_checksum_verification=True)
+            except (OSError, ValueError):
+                self._loaded[shard] = None
+            else:
+                column = table.column(0).combine_chunks()
+                self._loaded[shard] = column.values.to_numpy().reshape(len(column), column.type.list_size)
             while len(self._loaded) > 4:
                 self._loaded.popitem(last=False)
         self._loaded.move_to_end(shard)
@@ -558,11 +586,17 @@ class ShardBuilder:
         a shard that exists has its trees)."""
         import pyarrow.parquet as pq
 
-        if docs is not None:
-            with atomic_file(self.shard_dir / f"{key}{TREES_SUFFIX}") as tmp:
-                pq.write_table(docs, tmp)
-        with atomic_file(self.shard_dir / f"{key}{PARQUET_SUFFIX}") as tmp:
-            pq.write_table(table, tmp)
+        for path, content in (
+            (self.shard_dir / f"{key}{TREES_SUFFIX}", docs),
+            (self.shard_dir / f"{key}{PARQUET_SUFFIX}", table),
+        ):
+            if content is None:
+                continue
+            try:
+                with atomic_file(path) as tmp:
+                    pq.write_table(content, tmp, write_page_checksum=True)
+            except OSError as exc:  # a full disk: the file is named
+                raise InputError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
     def build(self, key: str, docs: list[Doc]) -> ShardStats:
         """Chunks, embeds and writes one batch's shard (what a Ray actor does per batch)."""
@@ -628,9 +662,24 @@ def count_for_eta(bar: Progress, paths: list[str], spec: JobSpec) -> None:
 
 def plan(inputs: Sequence[str], spec: JobSpec, settings: str, shard_dir: Path) -> Iterator[Planned]:
     """The corpus as shard batches, each with its key and whether its shard exists."""
-    for docs in shard_batches(read_inputs(inputs, spec), spec.shard_docs):
+    for docs in shard_batches(unique_ids(read_inputs(inputs, spec)), spec.shard_docs):
         key = batch_key(settings, docs)
         yield Planned(key, docs, Planned.exists_in(shard_dir, key, spec))
+
+
+def unique_ids(docs: Iterable[Doc]) -> Iterator[Doc]:
+    """``docs``; InputError at the first id seen before (a row's ``doc_id`` names one
+    document). Keeps a 16-byte digest per id."""
+    seen: set[bytes] = set()
+    for doc in docs:
+        digest = hashlib.blake2b(str(doc.doc_id).encode(), digest_size=16).digest()
+        if digest in seen:
+            raise InputError(
+                f"document id {str(doc.doc_id)!r} is used more than once in the inputs; ids must be unique "
+                "(--id-column names the id field)"
+            )
+        seen.add(digest)
+        yield doc
 
 
 def ahead(items: Iterator[Any], depth: int = 2) -> Iterator[Any]:
@@ -718,8 +767,70 @@ def run(
     root = Path(out)
     if root.exists() and not root.is_dir():
         raise InputError(f"--out {root} is a file, not a dataset folder")
-    if root.is_dir() and any(root.iterdir()) and not (root / MANIFEST).exists() and not (root / SHARDS).is_dir():
+    if root.is_dir() and any(root.iterdir()) and not (root / MANIFEST).exists() and not own_shards_only(root / SHARDS):
         raise InputError(f"--out {root} is a folder that holds no chunkforge dataset; give a new or empty folder")
+    check_out_apart(root, paths)
+    with dataset_lock(root):
+        return run_locked(paths, root, spec, encoder, lancedb, ray, ray_actors, progress)
+
+
+def check_out_apart(root: Path, inputs: list[str]) -> None:
+    """InputError when ``--out`` lies inside an input folder (the next run would read its own
+    shards as documents) or an input lies inside ``--out``."""
+    out = root.resolve()
+    for path in inputs:
+        if path == STDIN:
+            continue
+        given = Path(path).resolve()
+        if given.is_dir() and out.is_relative_to(given):
+            raise InputError(f"--out {root} is inside the input folder {path}; write the dataset elsewhere")
+        if given.is_relative_to(out):
+            raise InputError(f"the input {path} is inside --out {root}; give the documents, not the dataset")
+
+
+def own_shards_only(shard_dir: Path) -> bool:
+    """True for a ``shards`` folder holding nothing but the job's own files (a killed first
+    run's): such a folder without a manifest is resumed, any other is not a dataset."""
+    return shard_dir.is_dir() and all(OWN_SHARD_FILE.fullmatch(p.name) and p.is_file() for p in shard_dir.iterdir())
+
+
+@contextlib.contextmanager
+def dataset_lock(root: Path) -> Iterator[None]:
+    """Holds the dataset folder (created if missing) for one job: while it runs, a second job
+    on it, in any process, is refused. An advisory lock on the folder, released by the system
+    when the job ends, ``kill -9`` included."""
+    created = not root.exists()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(root, os.O_RDONLY)
+    except OSError as exc:
+        raise InputError(f"cannot write --out {root}: {exc.strerror or exc}") from exc
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(f"--out {root}: another job is writing this dataset; wait for it to end") from None
+        yield
+    except BaseException:
+        if created:  # a job that failed before writing anything leaves no folder
+            with contextlib.suppress(OSError):
+                root.rmdir()
+        raise
+    finally:
+        os.close(fd)
+
+
+def run_locked(
+    paths: list[str],
+    root: Path,
+    spec: JobSpec,
+    encoder: Encoder | None,
+    lancedb: str | os.PathLike[str] | None,
+    ray: str | None,
+    ray_actors: int | None,
+    progress: bool | None,
+) -> JobSummary:
+    """:func:`run` once the dataset folder is held."""
     started = time.perf_counter()
     encoder = encoder or spec.encoder()
     chunker = spec.chunker_config(encoder)
@@ -769,8 +880,11 @@ def run(
         "tokens": summary.tokens,
         "shards": shards,
     }
-    with atomic_file(root / MANIFEST) as tmp:
-        tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    try:
+        with atomic_file(root / MANIFEST) as tmp:
+            tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    except OSError as exc:  # a full disk: the file is named
+        raise InputError(f"cannot write {root / MANIFEST}: {exc.strerror or exc}") from exc
     remove_unlisted(root, shards)
     if lancedb is not None and spec.units == "tree":
         from .index.store import write_store
@@ -822,6 +936,21 @@ def shard_entry(key: str, stats: ShardStats, spec: JobSpec) -> dict[str, Any]:
     return {**entry, "docs": stats.docs, "rows": stats.rows, "tokens": stats.tokens}
 
 
+def shard_ok(path: Path) -> bool:
+    """True when ``path`` is a whole shard: a Parquet file that reads in full, every page
+    matching its CRC (shards are written with page checksums). A truncated, empty or damaged
+    shard is False: the job builds it again."""
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        return False
+    try:
+        pq.read_table(path, page_checksum_verification=True)
+    except (OSError, ValueError):  # pyarrow's ArrowInvalid is both
+        return False
+    return True
+
+
 def shard_stats(shard_dir: Path, item: Planned) -> ShardStats:
     """The counts of an existing shard (from its Parquet footer and token counts)."""
     import pyarrow.parquet as pq
@@ -831,10 +960,11 @@ def shard_stats(shard_dir: Path, item: Planned) -> ShardStats:
 
 
 def remove_unlisted(root: Path, shards: list[dict[str, Any]]) -> None:
-    """Removes shard files (and leftover temp files) the manifest does not list."""
+    """Removes shard files (and leftover temp files) the manifest does not list; files and
+    folders of other names are the user's and stay."""
     listed = {Path(s["file"]).name for s in shards} | {Path(s["trees"]).name for s in shards if "trees" in s}
     for path in (root / SHARDS).iterdir():
-        if path.name not in listed:
+        if path.name not in listed and OWN_SHARD_FILE.fullmatch(path.name) and path.is_file():
             path.unlink(missing_ok=True)
 
 
@@ -860,7 +990,13 @@ def read_dataset(out: str | os.PathLike[str], columns: list[str] | None = None) 
         manifest = read_manifest(root)
         spec = JobSpec(dtype=manifest["vector_dtype"], with_text=manifest["with_text"])
         return shard_schema(manifest["model"]["dim"], spec, {}).empty_table()
-    return pa.concat_tables([pq.read_table(f, columns=columns) for f in files])
+    tables = []
+    for f in files:
+        try:
+            tables.append(pq.read_table(f, columns=columns, page_checksum_verification=True))
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{f} is damaged ({exc}); rerun the job to rebuild it") from exc
+    return pa.concat_tables(tables)
 
 
 def iter_shards(out: str | os.PathLike[str]) -> Iterator[Path]:
@@ -1018,5 +1154,9 @@ def run_command(args: Any) -> str:
             raise InputError(f"--{name} must be >= 1, got {value}")
     if args.overlap < 0:
         raise InputError(f"--overlap must be >= 0, got {args.overlap}")
+    try:
+        check_threads(args.threads)
+    except ValueError as exc:
+        raise InputError(f"--{exc}") from exc
     summary = run(args.paths, args.out, spec=spec, lancedb=args.lancedb, ray=args.ray, ray_actors=args.ray_actors)
     return summary.line()

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ._io import ID_KEYS, Doc
 from .errors import InputError
@@ -95,6 +97,7 @@ def connect(address: str) -> Any:
     """Ray, connected to ``address`` (``"local"``: a new local cluster) unless already connected."""
     ray = _ray()
     if not ray.is_initialized():
+        check_listening(address)
         try:
             # "local" is Ray's own word for a new local cluster (None would join the latest one started)
             ray.init(address=address, log_to_driver=False, configure_logging=False)
@@ -107,6 +110,26 @@ def connect(address: str) -> Any:
     logging.getLogger("ray.data").setLevel(logging.WARNING)  # chunkforge's own bar shows the progress
     ray.data.DataContext.get_current().enable_progress_bars = False
     return ray
+
+
+def check_listening(address: str, timeout: float = 5.0) -> None:
+    """InputError, at once, when ``address`` is ``HOST:PORT`` (or ``ray://HOST:PORT``) and
+    nothing accepts a connection there: Ray itself retries for minutes without a word.
+
+    >>> check_listening("auto"), check_listening("local")
+    (None, None)
+    """
+    where = urlsplit("//" + address.removeprefix("ray://"))
+    try:
+        host, port = where.hostname, where.port
+    except ValueError as exc:  # a port that is not a number
+        raise InputError(f"--ray {address}: not an address ({exc})") from exc
+    if host is None or port is None:
+        return
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise InputError(f"--ray {address}: no Ray cluster answers there ({exc.strerror or exc})") from exc
 
 
 def actor_options(ray: Any, spec: JobSpec, actors: int | None) -> tuple[dict[str, Any], JobSpec]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from .._io import atomic_path, read_manifest, syntax_for_path, syntax_named
+from .._io import atomic_path, is_unicode, read_manifest, syntax_for_path, syntax_named
 from .._progress import advancing
 from .._recommended import RECOMMENDED
 from .._rwlock import RWLock, reads, writes
@@ -28,12 +28,16 @@ from .payload import DocumentTree, Hit, Passage, Payload
 from .storage import (
     FORMAT,
     CorruptIndexError,
+    check_labels,
     check_manifest,
     checksum,
     fsync,
     fsync_dir,
+    headings_of,
+    holding,
     manifest_checksum,
     tokenizer_json,
+    version_folder,
 )
 from .trees import (
     TreeSettings,
@@ -341,6 +345,9 @@ class Index:
             source = doc.get("source", "")
             if not isinstance(doc_id, str) or not isinstance(source, str):
                 raise TypeError(f"docs[{i}]: 'id' and 'source' must be str")
+            for name, value in (("id", doc_id), ("source", source), ("text", text)):
+                if not is_unicode(value):
+                    raise ValueError(f"docs[{i}][{name!r}] holds a lone surrogate (not valid Unicode)")
             if doc_id in self._slot_of or doc_id in seen:
                 raise ValueError(f"docs[{i}]: document id {doc_id!r} is already in the index (delete it first)")
             seen.add(doc_id)
@@ -673,13 +680,23 @@ class Index:
         ):
             raise ValueError(f"index path {root} is a non-empty folder that is not a chunkforge index")
         root.mkdir(parents=True, exist_ok=True)
+        with holding(root, shared=False):
+            self._save_version(root)
+
+    def _save_version(self, root: Path) -> None:
+        """:meth:`save` with the folder held: a new version, then ``CURRENT``, then the old
+        versions removed."""
         versions = [p.name for p in root.iterdir() if p.name.startswith("v-")]
         number = max([int(v.split("-")[1]) for v in versions if v.split("-")[1].isdigit()] + [0]) + 1
         folder = root / f"v-{number:06d}"
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
-        self._write(folder)
-        fsync_dir(folder)
+        try:
+            self._write(folder)
+            fsync_dir(folder)
+        except BaseException:  # a failed save (a full disk) leaves no half-written version
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
         with atomic_path(root / "CURRENT") as pointer:
             pointer.write_text(folder.name + "\n", encoding="utf-8")
         fsync_dir(root)
@@ -764,10 +781,13 @@ class Index:
         root = Path(path)
         if not root.is_dir():
             raise FileNotFoundError(f"no index folder at {root}")
-        pointer = root / "CURRENT"
-        if not pointer.is_file():
-            raise CorruptIndexError(f"{root} is not a chunkforge index (no CURRENT file)")
-        folder = root / pointer.read_text(encoding="utf-8").strip()
+        with holding(root, shared=True):
+            return cls._load_version(root, encoder)
+
+    @classmethod
+    def _load_version(cls, root: Path, encoder: Encoder | None) -> Index:
+        """:meth:`load` with the folder held: the version ``CURRENT`` names."""
+        folder = version_folder(root)
         manifest_file = folder / "manifest.json"
         try:
             manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
@@ -804,13 +824,14 @@ class Index:
             [nodes[c].to_numpy() for c in ("doc", "start", "end", "parent", "section", "level", "label")]
         ).reshape(-1, 7)
         sent_cols = np.column_stack([sents[c].to_numpy() for c in ("doc", "start", "end", "section")]).reshape(-1, 4)
+        check_labels(node_cols[:, 6], manifest, folder / "nodes.parquet")
         node_split = np.searchsorted(node_cols[:, 0], np.arange(len(docs["doc_id"]) + 1))
         sent_split = np.searchsorted(sent_cols[:, 0], np.arange(len(docs["doc_id"]) + 1))
         saved: list[_Saved] = []
         for i in range(len(docs["doc_id"])):
             table = node_cols[node_split[i] : node_split[i + 1]]
             leaves = np.flatnonzero(table[:, 6] >= 0)
-            headings = [list(h) for h in json.loads(docs["headings"][i])]
+            headings = headings_of(docs["headings"][i], folder / "docs.parquet")
             saved.append(
                 (
                     table[:, 1:6].copy(),

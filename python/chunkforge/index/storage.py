@@ -3,13 +3,19 @@ manifest, and the checks that turn a damaged folder into a clear error."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
+import re
 import zlib
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..errors import ChunkforgeError
 from ..tokenizer import DEFAULT_TOKENIZER, Tokenizer
@@ -17,6 +23,8 @@ from ..tokenizer import DEFAULT_TOKENIZER, Tokenizer
 FORMAT = "chunkforge-index/2"
 """What :meth:`Index.save` writes; format 1 (one HNSW graph, ``vectors.hnsw``) still loads."""
 READABLE = ("chunkforge-index/1", FORMAT)
+VERSION = re.compile(r"v-\d+")
+"""The name of a version folder, as ``CURRENT`` gives it."""
 
 
 class CorruptIndexError(ChunkforgeError):
@@ -77,6 +85,66 @@ def checksum(path: Path) -> list[int]:
         while block := f.read(1 << 20):
             crc = zlib.crc32(block, crc)
     return [path.stat().st_size, crc]
+
+
+@contextlib.contextmanager
+def holding(root: Path, shared: bool) -> Iterator[None]:
+    """Holds the index folder ``root``: shared by loads, alone by a save, so no save removes
+    the version a load is reading and two saves take turns (an advisory lock on the folder,
+    in any process; the system releases it when the holder dies)."""
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def version_folder(root: Path) -> Path:
+    """The version folder ``root/CURRENT`` names; CorruptIndexError unless it names one of
+    ``root``'s own version folders (``v-<n>``: no path, absolute or relative)."""
+    pointer = root / "CURRENT"
+    if not pointer.is_file():
+        raise CorruptIndexError(f"{root} is not a chunkforge index (no CURRENT file)")
+    try:
+        name = pointer.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CorruptIndexError(f"corrupt index: cannot read {pointer}: {exc}") from exc
+    if not VERSION.fullmatch(name):
+        raise CorruptIndexError(f"corrupt index: {pointer} names {name!r}, not a version folder (v-<n>) of the index")
+    return root / name
+
+
+def check_labels(labels: np.ndarray, manifest: dict[str, Any], path: Path) -> None:
+    """CorruptIndexError naming ``path`` unless the leaves' labels (``-1``: not a leaf) are
+    distinct and below ``next_label``, and ``next_label`` is at most the vectors the graphs
+    can hold (each label ever given has one there): checked before native code, which
+    allocates by label, sees them."""
+    leaves = labels[labels >= 0]
+    if (labels < -1).any() or (len(leaves) and int(leaves.max()) >= manifest["next_label"]):
+        raise CorruptIndexError(f"corrupt index: {path}: a leaf label is out of range")
+    if len(np.unique(leaves)) != len(leaves):
+        raise CorruptIndexError(f"corrupt index: {path}: a leaf label is used twice")
+    graphs = manifest.get("graphs", ["vectors.hnsw"])  # format 1 kept one graph
+    graph_bytes = sum(manifest["files"].get(name, [0])[0] for name in graphs)
+    if manifest["next_label"] > graph_bytes // (4 * (manifest["dim"] or 1)):
+        raise CorruptIndexError(
+            f"corrupt index: next_label {manifest['next_label']} is more than the graphs ({graph_bytes} bytes) hold"
+        )
+
+
+def headings_of(value: Any, path: Path) -> list[list[str]]:
+    """A document's saved ``headings`` (JSON: a list of heading paths, lists of strings);
+    CorruptIndexError naming ``path`` when it is not that."""
+    try:
+        headings = json.loads(value)
+    except (TypeError, ValueError) as exc:
+        raise CorruptIndexError(f"corrupt index: {path}: headings are not JSON ({exc})") from exc
+    if not isinstance(headings, list) or not all(
+        isinstance(h, list) and all(isinstance(s, str) for s in h) for h in headings
+    ):
+        raise CorruptIndexError(f"corrupt index: {path}: headings must be lists of strings")
+    return headings
 
 
 def fsync(path: Path) -> None:
