@@ -30,6 +30,8 @@ MODULES = [
     "chunkforge.cli",
     "chunkforge.cli.chunk",
     "chunkforge.cli.embed",
+    "chunkforge.integrations",
+    "chunkforge.integrations.langchain",
 ]
 
 
