@@ -34,11 +34,18 @@ from .tokenizer import Encoding, Tokenizer
 
 _ENCODER_NAMES = ("Encoder", "TokenEmbeddings", "TruncationWarning")
 _INDEX_NAMES = ("Hit", "Index", "Passage", "Payload")
+# submodules with dependencies of their own, imported on first use (``chunkforge.pipeline.run``)
+_SUBMODULES = ("encoder", "eval", "index", "integrations", "pipeline", "ray")
 
 
 def __getattr__(name: str) -> object:
     """Imports the encoder (and onnxruntime) on first use of ``chunkforge.Encoder``,
-    the index (hnswlib, bm25s, pyarrow) on first use of ``chunkforge.Index``."""
+    the index (hnswlib, bm25s, pyarrow) on first use of ``chunkforge.Index``, and the
+    submodules ``pipeline``, ``eval``, ``index``, ``integrations``, ``ray`` on first use."""
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
     if name in _INDEX_NAMES:
         from . import index
 
