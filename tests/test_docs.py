@@ -43,7 +43,7 @@ MODULES = [
     "chunkforge.cli",
     "chunkforge.cli.chunk",
     "chunkforge.cli.embed",
-    "chunkforge.integrations",
+    "chunkforge._config",
     "chunkforge.integrations.langchain",
 ]
 

@@ -11,6 +11,8 @@ and return chunks whose ``start``/``end`` index the source ``str`` exactly.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import _native
 from .chunk import Chunk, ChunkBatch, Chunks
 from .chunkers import (
@@ -31,6 +33,11 @@ from .late import LateChunker, LateChunks, LateTokens
 from .represent import ContextAwareChunker, context_prompt, contextualize, with_embed_text
 from .semantic import SemanticChunker
 from .tokenizer import Encoding, Tokenizer
+
+if TYPE_CHECKING:  # the lazy names below, as their classes and modules for type checkers and editors
+    from . import encoder, eval, index, integrations, pipeline, ray  # noqa: F401
+    from .encoder import Encoder, TokenEmbeddings, TruncationWarning
+    from .index import Hit, Index, Passage, Payload
 
 _ENCODER_NAMES = ("Encoder", "TokenEmbeddings", "TruncationWarning")
 _INDEX_NAMES = ("Hit", "Index", "Passage", "Payload")

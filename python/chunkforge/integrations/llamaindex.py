@@ -20,6 +20,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from .._config import encoder_label
 from . import check_chunker, check_encoder, chunk_metadata, from_config, import_or_explain, to_config
 
 import_or_explain("llama_index.core", "llamaindex")
@@ -143,7 +144,7 @@ class ChunkforgeEmbedding(BaseEmbedding):
 
     def __init__(self, encoder: Any = None, **kwargs: Any) -> None:
         encoder = check_encoder(encoder)
-        kwargs.setdefault("model_name", encoder_name(encoder))
+        kwargs.setdefault("model_name", encoder_label(to_config(encoder)))
         super().__init__(**kwargs)
         self._encoder = encoder
 
@@ -180,12 +181,3 @@ class ChunkforgeEmbedding(BaseEmbedding):
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         vectors: list[list[float]] = self._encoder.embed(texts).tolist()
         return vectors
-
-
-def encoder_name(encoder: Any) -> str:
-    """How the encoder was made, e.g. ``Encoder.default(int8)`` (LlamaIndex's ``model_name``)."""
-    config = to_config(encoder)
-    if config["factory"] == "Encoder":
-        return f"Encoder({config['args'][0]})"
-    args = [a for a in config["args"] if isinstance(a, str)]
-    return f"Encoder.{config['factory']}({', '.join(args)})"
