@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).parents[1] / "README.md"
+import chunkforge
+
+ROOT = Path(__file__).parents[1]
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+# every python block of the README and of docs/*.md, as (page, number in the page, code)
+EXAMPLES = [
+    (page.relative_to(ROOT).as_posix(), n + 1, code)
+    for page in PAGES
+    for n, code in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S))
+]
 MODULES = [
     "chunkforge",
     "chunkforge.chunk",
@@ -34,6 +47,8 @@ MODULES = [
     "chunkforge.cli.chunk",
     "chunkforge.cli.embed",
     "chunkforge.serve.models",
+    "chunkforge._config",
+    "chunkforge.integrations.langchain",
 ]
 
 
@@ -45,9 +60,20 @@ def test_docstring_examples(name):
     assert result.failed == 0
 
 
-def test_readme_python_examples(tmp_path, monkeypatch):
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-    assert blocks
-    monkeypatch.chdir(tmp_path)
-    for block in blocks:
-        exec(compile(block, str(README), "exec"), {"__name__": "readme"})
+def test_readme_has_python_examples():
+    assert any(page == "README.md" for page, _, _ in EXAMPLES)
+
+
+@pytest.mark.parametrize(("page", "number", "code"), EXAMPLES, ids=[f"{p}-block{n}" for p, n, _ in EXAMPLES])
+def test_example_runs_as_a_script(page, number, code, tmp_path, model_cache):
+    """Each python block of the README and docs/, saved as a script and run as a user runs it:
+    a fresh interpreter, ``python example.py`` in an empty folder (``__name__ == "__main__"``,
+    spawned process pools importing the script again), with this chunkforge and the shared model cache."""
+    script = tmp_path / "example.py"
+    script.write_text(code, encoding="utf-8")
+    package_root = str(Path(chunkforge.__file__).parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run(
+        [sys.executable, script.name], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert run.returncode == 0, f"{page}, python block {number}, failed:\n{run.stderr[-4000:]}"

@@ -124,3 +124,62 @@ def test_progress_bars_only_when_asked_or_on_a_terminal(enc, capsys):
     assert capsys.readouterr().err == ""
     enc.encode(TEXTS, show_progress_bar=True)
     assert "embedding" in capsys.readouterr().err
+
+
+def _model_with_prompts(tmp_path: Path, enc: Encoder, config: dict) -> Path:
+    """The default model's folder with its ONNX graph and a ``config_sentence_transformers.json`` of ``config``."""
+    import shutil
+
+    folder = tmp_path / "model"
+    shutil.copytree(MODEL_DIR, folder, ignore=shutil.ignore_patterns("model.safetensors"))
+    shutil.copy(enc.graph, folder / "model.onnx")
+    (folder / "config_sentence_transformers.json").write_text(json.dumps(config))
+    return folder
+
+
+def test_sentence_transformers_sizes_and_similarity(enc):
+    assert enc.max_seq_length == enc.max_length == 256
+    assert enc.get_sentence_embedding_dimension() == enc.dim == 384
+    assert enc.similarity_fn_name == "cosine" and enc.prompts == {}
+    a, b = enc.encode(TEXTS[:3]), enc.encode(TEXTS[1:])
+    sims = enc.similarity(a, b)
+    assert sims.shape == (3, 3)
+    np.testing.assert_allclose(sims[1, 0], 1.0, atol=1e-5)  # "Rotate the key." with itself
+    np.testing.assert_allclose(sims, (a @ b.T), atol=1e-5)  # unit vectors: cosine is the dot product
+    scaled = enc.similarity(a * 3.0, b[0])
+    assert scaled.shape == (3, 1)
+    np.testing.assert_allclose(scaled[:, 0], sims[:, 0], atol=1e-5)
+    with pytest.raises(ValueError, match="embeddings1"):
+        enc.similarity(a, b[:, :10])
+
+
+def test_encode_query_and_document_use_the_models_prompts(tmp_path, enc):
+    folder = _model_with_prompts(
+        tmp_path,
+        enc,
+        {
+            "prompts": {"query": "query: ", "passage": "passage: ", "title": "title: "},
+            "similarity_fn_name": "euclidean",
+        },
+    )
+    model = Encoder.from_dir(folder, intra_op_threads=1)
+    assert model.prompts == {"query": "query: ", "passage": "passage: ", "title": "title: "}
+    question, passages = "how do cats purr?", ["Cats purr when content.", "Rotate the key."]
+    np.testing.assert_allclose(model.encode_query(question), enc.encode("query: " + question), atol=1e-5)
+    np.testing.assert_allclose(
+        model.encode_document(passages), enc.encode(["passage: " + p for p in passages]), atol=1e-5
+    )
+    np.testing.assert_allclose(
+        model.encode_query([question], prompt_name="title"), enc.encode(["title: " + question]), atol=1e-5
+    )
+    np.testing.assert_allclose(model.encode_document(passages, prompt=""), enc.encode(passages), atol=1e-5)
+    assert not np.allclose(model.encode_query(question), enc.encode(question), atol=1e-3)
+    with pytest.raises(ValueError, match="prompt_name 'doc'"):
+        model.encode_query(question, prompt_name="doc")
+    # without prompts both are encode(); the model's similarity function is used
+    np.testing.assert_allclose(enc.encode_query(question), enc.encode(question), atol=1e-6)
+    np.testing.assert_allclose(enc.encode_document(passages), enc.encode(passages), atol=1e-6)
+    a, b = model.encode_document(passages), model.encode_query([question])
+    assert model.similarity_fn_name == "euclidean"
+    np.testing.assert_allclose(model.similarity(a, b)[:, 0], -np.linalg.norm(a - b[0], axis=1), atol=1e-5)
+    assert model.similarity(a, b)[0, 0] > model.similarity(a, b)[1, 0]  # the cat passage is nearer

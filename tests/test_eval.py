@@ -23,7 +23,7 @@ from chunkforge.eval import Document, Query, Span, SpanMeasure, score
 
 ROOT = Path(__file__).parents[1]
 EVAL = ROOT / "tests" / "data" / "eval"
-CONFIGS = [EVAL / "configs" / name for name in ("recursive-256.toml", "token-128.toml", "sentence-128-heading.toml")]
+CONFIGS = [EVAL / "configs" / name for name in ("recursive-254.toml", "token-128.toml", "sentence-128-heading.toml")]
 
 
 def chars(*docs: tuple[str, str]) -> SpanMeasure:
@@ -426,7 +426,7 @@ def test_cli_eval_three_configs_end_to_end(encoder, tmp_path, capsys):
     assert "3 configs, 48 queries" in err and "from the cache" in err
     rep = json.loads((tmp_path / "report.json").read_text())
     names = [c["name"] for c in rep["configs"]]
-    assert names == ["recursive-256", "token-128-overlap-16", "sentence-128-heading"]
+    assert names == ["recursive-254", "token-128-overlap-16", "sentence-128-heading"]
     for c in rep["configs"]:
         for mode in ("k", "budget"):
             summary = c["summary"][mode]
@@ -475,3 +475,72 @@ def test_cli_eval_errors_exit_2(tmp_path, capsys, change, message):
     assert cli.main(["eval", *[x for kv in args.items() for x in kv]]) == 2
     err = capsys.readouterr().err
     assert err.startswith("chunkforge: error: ") and message in err and err.count("\n") == 1
+
+
+# ------------------------------------------------------------ retrieval policies, shipped configs
+
+
+def test_shipped_chunker_configs_fit_the_model_window(encoder):
+    """Every chunker config shipped beside the labelled set makes texts the encoder takes whole."""
+    corpus = ev.load_corpus(EVAL / "corpus.jsonl")
+    window = encoder.max_length - encoder.tokenizer.special_token_count
+    configs = [ev.Config.load(p) for p in sorted((EVAL / "configs").glob("*.toml"))]
+    chunker_configs = [c for c in configs if c.index is None]
+    assert len(chunker_configs) >= 3 and any(c.index is not None for c in configs)
+    for config in chunker_configs:
+        chunks = config.make_chunker(encoder.tokenizer).chunk_batch([d.text for d in corpus])
+        kind = config.representation["type"]
+        texts = (
+            ev.configs.heading_texts(corpus, chunks) if kind == "heading" else ev.configs.embed_texts(corpus, chunks)
+        )
+        assert int(encoder.tokenizer.count_batch(texts).max()) <= window, config.name
+
+
+def test_index_policy_config_loads_and_refuses_a_chunker_beside_it(tmp_path):
+    config = ev.Config.load(EVAL / "configs" / "index-window-120.toml")
+    assert config.index == {} and config.query == {"window_tokens": 120} and config.name == "index-window-120"
+    assert "Index.query" in config.describe()
+    both = tmp_path / "both.toml"
+    both.write_text('[index]\n\n[chunker]\ntype = "token"\n')
+    with pytest.raises(ev.DatasetError, match="not both"):
+        ev.Config.load(both)
+
+
+def test_evaluate_index_scores_the_passages_index_query_returns(encoder):
+    pytest.importorskip("hnswlib")
+    corpus = ev.load_corpus(EVAL / "corpus.jsonl")[:5]
+    queries = [x for x in ev.load_queries(EVAL / "queries.jsonl", corpus) if x.references][:10]
+    measure = SpanMeasure(corpus)
+    r = ev.evaluate_index(
+        corpus, queries, encoder, query_options={"window_tokens": 80}, k=4, budget_tokens=400, measure=measure
+    )
+    index = chunkforge.Index(encoder)
+    index.add([{"id": d.doc_id, "text": d.text} for d in corpus])
+    assert r.chunks == index.leaf_count
+    for i, query in enumerate(queries):
+        payload = index.query(query.query, k=100, budget_tokens=400, window_tokens=80)
+        assert [(s.doc_id, s.start, s.end) for s, _, _ in r.ranked[i]] == [
+            (p.doc_id, p.start, p.end) for p in payload.passages
+        ]
+    expected = score(queries, [[s for s, _, _ in x] for x in r.ranked], measure, candidates=None)
+    np.testing.assert_allclose(r.at_budget.recall, expected.recall)
+    assert (r.at_budget.context <= 400).all() and r.at_k.summary()["recall"]["mean"] > 0.3
+    with pytest.raises(ValueError, match="budget_tokens"):
+        ev.evaluate_index(corpus, queries, encoder, query_options={"budget_tokens": 10})
+
+
+def test_cli_eval_scores_chunkers_and_policies_on_the_same_questions(encoder, tmp_path, capsys):
+    pytest.importorskip("hnswlib")
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join((EVAL / "corpus.jsonl").read_text().splitlines(keepends=True)[:5]))
+    configs = [EVAL / "configs" / n for n in ("recursive-254.toml", "index-query.toml", "index-window-120.toml")]
+    args = ["eval", "--corpus", str(corpus), "--queries", str(EVAL / "queries.jsonl"), "--no-cache"]
+    args += [a for c in configs for a in ("--config", str(c))] + ["--out", str(tmp_path / "report")]
+    assert cli.main(args) == 0, capsys.readouterr().err
+    rep = json.loads((tmp_path / "report.json").read_text())
+    assert [c["name"] for c in rep["configs"]] == ["recursive-254", "index-query", "index-window-120"]
+    for c in rep["configs"]:
+        assert 0 <= c["summary"]["budget"]["recall"]["mean"] <= 1
+        assert c["summary"]["budget"]["context"]["mean"] <= 1000
+    md = (tmp_path / "report.md").read_text()
+    assert "Index.query: index" in md and "index-window-120" in md

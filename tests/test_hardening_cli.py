@@ -254,7 +254,9 @@ def test_unwritable_cache_is_exit_2_in_every_command(
     chunks = tmp_path / "c.jsonl"
     chunks.write_text('{"doc_id": "a", "text": "hello"}\n')
     one_line_error(*cli(capsys, "embed", chunks, "--out", tmp_path / "v.npy")[::2], "--model")
-    one_line_error(*cli(capsys, "index", "build", doc, "--out", tmp_path / "idx")[::2], "encoder")
+    one_line_error(
+        *cli(capsys, "index", "build", doc, "--out", tmp_path / "idx")[::2], "--model"
+    )  # the flag that names the model
 
 
 # 14 and also: model folders and cached graphs

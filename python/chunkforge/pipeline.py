@@ -1111,6 +1111,7 @@ def add_parser(commands: Any) -> None:
         help=f"mean documents per shard (default {SHARD_DOCS})",
     )
     cmd.add_argument("--threads", type=int, metavar="N", help="chunker and ONNX Runtime threads (default: all cores)")
+    cmd.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
     cmd.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
 
 
@@ -1158,5 +1159,13 @@ def run_command(args: Any) -> str:
         check_threads(args.threads)
     except ValueError as exc:
         raise InputError(f"--{exc}") from exc
-    summary = run(args.paths, args.out, spec=spec, lancedb=args.lancedb, ray=args.ray, ray_actors=args.ray_actors)
+    summary = run(
+        args.paths,
+        args.out,
+        spec=spec,
+        progress=False if args.no_progress else None,
+        lancedb=args.lancedb,
+        ray=args.ray,
+        ray_actors=args.ray_actors,
+    )
     return summary.line()

@@ -63,7 +63,7 @@ def add_parser(commands: Any) -> None:
         nargs="+",
         metavar="PATH",
         help="a text file, a folder (its .md/.txt/.rst/.adoc files, recursively), a .jsonl/.jsonl.gz or "
-        ".parquet file of records, or - (JSONL records on stdin)",
+        ".parquet file of records, or - (stdin: JSONL records, or one plain text when it does not start with {)",
     )
     chunk.add_argument(
         "--strategy",
@@ -99,7 +99,10 @@ def add_parser(commands: Any) -> None:
     )
     counted_by.add_argument("--tokenizer", metavar="FILE", help="count with this tokenizer.json instead")
     chunk.add_argument(
-        "--out", metavar="FILE", help="output file, written atomically; .parquet for Parquet; - for stdout (default)"
+        "--out",
+        metavar="FILE",
+        help="output file, written atomically: .jsonl (or no suffix) for JSON lines, .csv, .parquet; "
+        "- for stdout (default)",
     )
     chunk.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
     chunk.add_argument("--threads", type=int, metavar="N", help="worker threads (default: all cores)")
@@ -144,15 +147,41 @@ def batched(docs: Iterable[Doc], max_docs: int = BATCH_DOCS, max_bytes: int = BA
         yield batch
 
 
-class ChunkWriter:
-    """Writes chunk records as JSON lines, or as Parquet row groups when the
-    output is named ``.parquet``."""
+OUT_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet"}
+"""What ``--out`` writes by its suffix (none, or ``-``: JSON lines)."""
 
-    def __init__(self, out: IO[str] | None, parquet: Path | None) -> None:
+
+def out_format(path: str | None) -> str:
+    """The format ``--out`` names; InputError for a suffix of none of them.
+
+    >>> out_format("chunks.csv"), out_format(None), out_format("chunks")
+    ('csv', 'jsonl', 'jsonl')
+    """
+    suffix = "" if path is None or path == "-" else Path(path).suffix.lower()
+    if suffix and suffix not in OUT_FORMATS:
+        raise InputError(f"--out {path}: expected a .jsonl, .csv or .parquet file, or - for stdout")
+    return OUT_FORMATS.get(suffix, "jsonl")
+
+
+class ChunkWriter:
+    """Writes chunk records as JSON lines, as CSV rows (the Parquet columns; lists and the
+    record's other fields as JSON) when ``csv``, or as Parquet row groups to ``parquet``."""
+
+    def __init__(self, out: IO[str] | None, parquet: Path | None, csv: bool = False) -> None:
         self.out, self.parquet = out, parquet
         self._writer: pq.ParquetWriter | None = None
+        self._csv = None
+        if csv:
+            import csv as csv_module
+
+            assert out is not None
+            self._csv = csv_module.writer(out)
+            self._csv.writerow(CHUNK_COLUMNS)
 
     def write(self, records: list[dict[str, Any]]) -> None:
+        if self._csv is not None:
+            self._csv.writerows([csv_row(r) for r in records])
+            return
         if self.parquet is None:
             assert self.out is not None
             self.out.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
@@ -187,33 +216,46 @@ def parquet_row(record: dict[str, Any], names: list[str]) -> dict[str, Any]:
     }
 
 
+CHUNK_COLUMNS = (
+    "doc_id",
+    "index",
+    "start",
+    "end",
+    "token_count",
+    "text",
+    "heading_path",
+    "kind",
+    "id",
+    "parent_id",
+    "level",
+    "context",
+    "metadata",
+)
+"""The columns of Parquet and CSV output: a chunk record's fields, its document's other fields as JSON."""
+
+
+def csv_row(record: dict[str, Any]) -> list[Any]:
+    """A chunk record as a CSV row of :data:`CHUNK_COLUMNS` (``heading_path`` as JSON, None empty)."""
+    row = parquet_row(record, list(CHUNK_COLUMNS))
+    row["heading_path"] = json.dumps(row["heading_path"], ensure_ascii=False)
+    return ["" if row[name] is None else row[name] for name in CHUNK_COLUMNS]
+
+
 def chunk_schema() -> pa.Schema:
     """The Parquet schema of chunk records."""
     import pyarrow as pa
 
-    return pa.schema(
-        [
-            ("doc_id", pa.string()),
-            ("index", pa.int64()),
-            ("start", pa.int64()),
-            ("end", pa.int64()),
-            ("token_count", pa.int64()),
-            ("text", pa.string()),
-            ("heading_path", pa.list_(pa.string())),
-            ("kind", pa.string()),
-            ("id", pa.string()),
-            ("parent_id", pa.string()),
-            ("level", pa.int64()),
-            ("context", pa.string()),
-            ("metadata", pa.string()),
-        ]
-    )
+    types = {"index": pa.int64(), "start": pa.int64(), "end": pa.int64(), "token_count": pa.int64()}
+    types.update(heading_path=pa.list_(pa.string()), level=pa.int64())
+    return pa.schema([(name, types.get(name, pa.string())) for name in CHUNK_COLUMNS])
 
 
 @contextlib.contextmanager
 def open_chunk_writer(path: str | None) -> Iterator[ChunkWriter]:
-    """A writer to stdout, or to ``path`` atomically (Parquet when named ``.parquet``)."""
-    if path is not None and path.endswith(".parquet"):
+    """A writer to stdout, or to ``path`` atomically (by :func:`out_format`: JSON lines, CSV, Parquet)."""
+    fmt = out_format(path)
+    if fmt == "parquet":
+        assert path is not None
         if importlib.util.find_spec("pyarrow") is None:
             raise InputError('--out FILE.parquet needs pyarrow: pip install "chunkforge[parquet]"')
         with atomic_file(Path(path)) as tmp:
@@ -224,7 +266,7 @@ def open_chunk_writer(path: str | None) -> Iterator[ChunkWriter]:
                 writer.close()
         return
     with open_output(path) as out:
-        yield ChunkWriter(out, None)
+        yield ChunkWriter(out, None, csv=fmt == "csv")
 
 
 def run(args: argparse.Namespace) -> str:
@@ -234,6 +276,7 @@ def run(args: argparse.Namespace) -> str:
     except ValueError as exc:
         raise InputError(f"--{exc}") from exc
     chunkers = ChunkerSet(args)
+    out_format(args.out)
     check_paths(args.paths)
     suffixes = CODE_SUFFIXES if args.strategy == "code" else FOLDER_SUFFIXES
     refuse_output_input(args.out, expand(args.paths, suffixes))

@@ -13,7 +13,18 @@ from .._io import atomic_file, cache_root
 from .._progress import progress
 from .._search import EXACT_MAX
 from ..errors import DatasetError, InputError
-from ..eval import Config, EmbeddingCache, SpanMeasure, evaluate, load_corpus, load_queries, markdown, plot, report
+from ..eval import (
+    Config,
+    EmbeddingCache,
+    SpanMeasure,
+    evaluate,
+    evaluate_index,
+    load_corpus,
+    load_queries,
+    markdown,
+    plot,
+    report,
+)
 from ._common import DeprecatedFlag
 
 if TYPE_CHECKING:
@@ -24,9 +35,10 @@ def add_parser(commands: Any) -> None:
     """Registers ``chunkforge eval`` on the CLI's subcommands."""
     p = commands.add_parser(
         "eval",
-        help="compare chunking configs on labelled queries",
+        help="compare chunking configs and retrieval policies on labelled queries",
         description="Chunk a corpus with each config, embed, retrieve for labelled queries, and score the "
-        "retrieved context against the evidence spans at top k and at a token budget.",
+        "retrieved context against the evidence spans at top k and at a token budget. A config with [index] "
+        "and [query] tables scores Index.query (a retrieval policy) on the same queries.",
     )
     p.add_argument("--corpus", required=True, metavar="FILE", help='corpus JSONL(.gz): {"doc_id", "text", ...}')
     p.add_argument(
@@ -40,7 +52,8 @@ def add_parser(commands: Any) -> None:
         required=True,
         action="append",
         metavar="TOML",
-        help="a config (chunker, representation, encoder); repeat to compare, the first is the baseline",
+        help="a config (chunker, representation, encoder; or index, query: a retrieval policy); repeat to compare, "
+        "the first is the baseline",
     )
     p.add_argument("--k", type=int, default=5, metavar="N", help="chunks retrieved per query (default 5)")
     p.add_argument(
@@ -116,6 +129,24 @@ def run(args: argparse.Namespace) -> str:
                 if key not in encoders:
                     encoders[key] = config.make_encoder()
                 encoder = encoders[key]
+                if config.index is not None:
+                    results.append(
+                        evaluate_index(
+                            corpus,
+                            queries,
+                            encoder,
+                            index_options=config.index,
+                            query_options=config.query,
+                            k=args.k,
+                            budget_tokens=args.budget_tokens or None,
+                            pack=args.pack,
+                            measure=measure,
+                            coverage=args.coverage,
+                            name=config.name,
+                        )
+                    )
+                    bar.update(1)
+                    continue
                 results.append(
                     evaluate(
                         corpus,
@@ -147,7 +178,7 @@ def run(args: argparse.Namespace) -> str:
         "coverage": args.coverage,
         "tokenizer": args.tokenizer or "all-MiniLM-L6-v2",
         "search": "exact (numpy)" if all(r.settings["exact_search"] for r in results) else "hnswlib",
-        "configs": "; ".join(f"{c.name}: {c.chunker}, {c.representation}, {c.encoder}" for c in configs),
+        "configs": "; ".join(f"{c.name}: {c.describe()}" for c in configs),
     }
     rep = report(results, queries, corpus, header)
     text = markdown(rep)

@@ -1,23 +1,29 @@
 """``chunkforge index build DOCS... --out INDEX``: builds an :class:`~chunkforge.index.Index`
 of files, folders, JSONL and Parquet (as ``chunkforge chunk`` reads them; a record's
-``source`` is kept for filters)."""
+``source`` is kept for filters), with the default model or ``--model DIR``;
+``index add INDEX DOCS...`` and ``index delete INDEX ID...`` change a saved index (saved
+again atomically), ``index info INDEX`` describes one."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from collections.abc import Iterator
 from typing import Any
 
 from .._io import check_paths, is_record_file
 from .._io import read_documents as read_inputs
+from .._options import load_encoder
 from ..errors import InputError
 from ._common import load_index_encoder
 
 
 def add_parser(commands: Any) -> None:
     """Registers ``chunkforge index build`` on the CLI's subcommands."""
-    index = commands.add_parser("index", help="build a retrieval index", description="Manage retrieval indexes.")
+    index = commands.add_parser(
+        "index", help="build, change and describe retrieval indexes", description="Manage retrieval indexes."
+    )
     actions = index.add_subparsers(dest="index_command", required=True, metavar="ACTION")
     build = actions.add_parser(
         "build",
@@ -38,8 +44,46 @@ def add_parser(commands: Any) -> None:
         "BM25 ranks the leaves' parents",
     )
     build.add_argument("--no-hybrid", action="store_true", help="dense ranking only (no BM25)")
-    build.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
-    build.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
+    build.add_argument(
+        "--model",
+        default="default",
+        metavar="DIR|default",
+        help="model folder (ONNX, or BERT safetensors converted once), or default (all-MiniLM-L6-v2); "
+        "the index remembers it for query, add and delete",
+    )
+    build.add_argument(
+        "--variant",
+        choices=("optimized", "fp32", "int8", "fp16"),
+        default="optimized",
+        help="graph variant of the model (default optimized)",
+    )
+    build.add_argument("--threads", type=int, metavar="N", help="ONNX Runtime intra-op threads (default: all cores)")
+    add_common(build)
+    add = actions.add_parser(
+        "add", help="add documents to an index", description="Add documents to a saved index and save it again."
+    )
+    add.add_argument("index", metavar="INDEX", help="index folder (from `chunkforge index build`)")
+    add.add_argument("paths", nargs="+", metavar="PATH", help="a text file, a folder or a .jsonl/.jsonl.gz file")
+    add_common(add)
+    delete = actions.add_parser(
+        "delete",
+        help="delete documents from an index",
+        description="Delete documents by id from a saved index and save it again.",
+    )
+    delete.add_argument("index", metavar="INDEX", help="index folder (from `chunkforge index build`)")
+    delete.add_argument("doc_ids", nargs="+", metavar="ID", help="document id (as `index info --docs` lists them)")
+    delete.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
+    info = actions.add_parser("info", help="describe an index", description="Print what a saved index holds.")
+    info.add_argument("index", metavar="INDEX", help="index folder (from `chunkforge index build`)")
+    info.add_argument("--docs", action="store_true", help="also list the document ids")
+    info.add_argument("--json", action="store_true", help="print JSON")
+    info.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    """The flags of the commands that embed documents."""
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
 
 
 def read_documents(paths: list[str]) -> Iterator[dict[str, str]]:
@@ -55,17 +99,79 @@ def read_documents(paths: list[str]) -> Iterator[dict[str, str]]:
 
 
 def run(args: argparse.Namespace) -> str:
-    """The ``index build`` command; returns the summary line."""
+    """The ``index`` commands; returns the summary line."""
     try:
         from ..index import Index
     except ImportError as exc:
         raise InputError(str(exc)) from exc
-    check_paths(args.paths)
-    try:
-        index = Index(leaf_tokens=args.leaf_tokens, parent_tokens=tuple(args.parent_tokens), hybrid=not args.no_hybrid)
+    if args.index_command == "build":
+        check_paths(args.paths)
+        encoder = load_encoder(args)
+        try:
+            index = Index(
+                encoder,
+                leaf_tokens=args.leaf_tokens,
+                parent_tokens=tuple(args.parent_tokens),
+                hybrid=not args.no_hybrid,
+            )
+        except (ValueError, TypeError) as exc:
+            raise InputError(str(exc)) from exc
+        return add_and_save(index, args.paths, args.out, args.no_progress)
+    index = load_index(Index, args.index)
+    if args.index_command == "add":
+        check_paths(args.paths)
         load_index_encoder(index)
-        index.add(read_documents(args.paths), show_progress=False if args.no_progress else None)
-        index.save(args.out)
+        return add_and_save(index, args.paths, args.index, args.no_progress)
+    if args.index_command == "delete":
+        missing = [doc_id for doc_id in args.doc_ids if doc_id not in index]
+        if missing:
+            raise InputError(f"no document {missing[0]!r} in {args.index} (index info --docs lists them)")
+        for doc_id in dict.fromkeys(args.doc_ids):
+            index.delete(doc_id)
+        index.save(args.index)
+        return f"{len(dict.fromkeys(args.doc_ids))} docs deleted, {len(index)} docs, {index.leaf_count} leaves -> {args.index}"
+    facts = index_info(index, args.docs)
+    print(json.dumps(facts, ensure_ascii=False) if args.json else "\n".join(f"{k}: {v}" for k, v in facts.items()))
+    return f"{len(index)} docs"
+
+
+def load_index(index_class: Any, path: str) -> Any:
+    """The saved index at ``path``; InputError for a missing or corrupt one."""
+    from ..index import CorruptIndexError
+
+    try:
+        return index_class.load(path)
+    except (FileNotFoundError, CorruptIndexError) as exc:
+        raise InputError(str(exc)) from exc
+
+
+def add_and_save(index: Any, paths: list[str], out: str, no_progress: bool) -> str:
+    """Adds the documents of ``paths`` to ``index`` and saves it to ``out``."""
+    load_index_encoder(index)
+    try:
+        index.add(read_documents(paths), show_progress=False if no_progress else None)
+        index.save(out)
     except (ValueError, TypeError) as exc:
         raise InputError(str(exc)) from exc
-    return f"{len(index)} docs, {index.leaf_count} leaves -> {args.out}"
+    return f"{len(index)} docs, {index.leaf_count} leaves -> {out}"
+
+
+def index_info(index: Any, with_docs: bool) -> dict[str, Any]:
+    """What ``index info`` prints: counts, settings and the model."""
+    from .._config import encoder_label
+    from ..index.index import encoder_config
+
+    config = index._encoder_config if index._encoder is None else encoder_config(index._encoder)
+    facts: dict[str, Any] = {
+        "documents": len(index),
+        "leaves": index.leaf_count,
+        "model": f"Encoder.default({index.encoder_variant})" if config is None else encoder_label(config),
+        "dim": index._dim,
+        "leaf_tokens": index.leaf_tokens,
+        "parent_tokens": list(index.parent_tokens),
+        "hybrid": index.hybrid,
+        "weights": list(index.weights),
+    }
+    if with_docs:
+        facts["doc_ids"] = index.doc_ids
+    return facts

@@ -40,7 +40,7 @@ from .datasets import Document, Query, Span, load_corpus, load_queries
 from .metrics import METRICS, Scores, SpanMeasure, score
 from .report import markdown, plot, report
 from .retrieval import Embed, EmbeddingCache, budget_cut, encoder_key
-from .run import Result, evaluate
+from .run import Result, evaluate, evaluate_index
 
 __all__ = [
     "CHUNKERS",
@@ -64,6 +64,7 @@ __all__ = [
     "embed_texts",
     "encoder_key",
     "evaluate",
+    "evaluate_index",
     "heading_representation",
     "heading_texts",
     "load_corpus",

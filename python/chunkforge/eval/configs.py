@@ -1,8 +1,8 @@
 """What ``chunkforge eval`` compares: chunker and representation registries and the
 TOML :class:`Config` of one configuration.
 
->>> Config.load("tests/data/eval/configs/recursive-256.toml").chunker
-{'type': 'recursive', 'max_tokens': 256}
+>>> Config.load("tests/data/eval/configs/recursive-254.toml").chunker
+{'type': 'recursive', 'max_tokens': 254}
 """
 
 from __future__ import annotations
@@ -139,16 +139,21 @@ REPRESENTATIONS.update(plain=plain_representation, heading=heading_representatio
 class Config:
     """One configuration to compare: ``[chunker]`` (``type`` and its parameters),
     ``[representation]`` (``type`` and parameters) and ``[encoder]`` (``model``:
-    ``default`` or a model folder; ``variant``; other Encoder options).
+    ``default`` or a model folder; ``variant``; other Encoder options). Or, instead of
+    ``[chunker]`` and ``[representation]``, a retrieval policy: ``[index]`` (options of
+    :class:`~chunkforge.Index`) and ``[query]`` (options of ``Index.query``), scored by
+    :func:`~chunkforge.eval.evaluate_index` on the same questions.
 
-    >>> Config.load("tests/data/eval/configs/recursive-256.toml").chunker
-    {'type': 'recursive', 'max_tokens': 256}
+    >>> Config.load("tests/data/eval/configs/recursive-254.toml").chunker
+    {'type': 'recursive', 'max_tokens': 254}
     """
 
     name: str
     chunker: dict[str, Any]
     representation: dict[str, Any] = field(default_factory=lambda: {"type": "plain"})
     encoder: dict[str, Any] = field(default_factory=lambda: {"model": "default"})
+    index: dict[str, Any] | None = None
+    query: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Config:
@@ -164,26 +169,38 @@ class Config:
             raise DatasetError(f"cannot read config {path}: {exc.strerror or exc}") from exc
         except tomllib.TOMLDecodeError as exc:
             raise DatasetError(f"config {path}: not valid TOML ({exc})") from exc
-        unknown = set(data) - {"name", "chunker", "representation", "encoder"}
+        keys = ("chunker", "representation", "encoder", "index", "query")
+        unknown = set(data) - {"name", *keys}
         if unknown:
-            raise DatasetError(
-                f"config {path}: unknown key {min(unknown)!r} (expected name, chunker, representation, encoder)"
-            )
-        tables = {"representation": {"type": "plain"}, "encoder": {"model": "default"}}
-        for key in ("chunker", "representation", "encoder"):
-            if key not in data and key in tables:
+            raise DatasetError(f"config {path}: unknown key {min(unknown)!r} (expected name, {', '.join(keys)})")
+        policy = "index" in data or "query" in data
+        if policy and ("chunker" in data or "representation" in data):
+            raise DatasetError(f"config {path}: [index]/[query] (a retrieval policy) or [chunker], not both")
+        tables: dict[str, Any] = {"representation": {"type": "plain"}, "encoder": {"model": "default"}}
+        optional = {"representation", "encoder", "index", "query"} | ({"chunker"} if policy else set())
+        for key in keys:
+            if key not in data and key in optional:
                 continue
             if not isinstance(data.get(key), dict):
                 raise DatasetError(f"config {path}: [{key}] is missing or not a table")
             tables[key] = dict(data[key])
         tables["representation"].setdefault("type", "plain")
+        if policy:
+            tables.update(chunker={}, index=tables.get("index", {}))
         for key, registry in (("chunker", CHUNKERS), ("representation", REPRESENTATIONS)):
             try:
-                _lookup(registry, tables[key].get("type"), key)
+                if not policy:
+                    _lookup(registry, tables[key].get("type"), key)
             except ValueError as exc:
                 raise DatasetError(f"config {path}: {exc}") from exc
         name = data.get("name", Path(path).name.removesuffix(".toml"))
         return cls(str(name), **tables)
+
+    def describe(self) -> str:
+        """The config in one line, for the report's header."""
+        if self.index is not None:
+            return f"Index.query: index {self.index}, query {self.query}, {self.encoder}"
+        return f"{self.chunker}, {self.representation}, {self.encoder}"
 
     def make_chunker(self, tokenizer: Tokenizer) -> Any:
         """The configured chunker, counting with ``tokenizer``."""

@@ -128,3 +128,84 @@ def evaluate(
         sims[:, 0].astype(float),
         settings,
     )
+
+
+def evaluate_index(
+    corpus: Sequence[Document],
+    queries: Sequence[Query],
+    encoder: Encoder,
+    *,
+    index_options: Mapping[str, Any] | None = None,
+    query_options: Mapping[str, Any] | None = None,
+    k: int = 5,
+    budget_tokens: int | None = 1000,
+    pack: str = "skip",
+    measure: SpanMeasure | None = None,
+    coverage: float = 0.5,
+    name: str = "index",
+) -> Result:
+    """Scores a retrieval policy, :meth:`chunkforge.Index.query`, on the questions and
+    measures :func:`evaluate` scores chunker configs on: an index of ``corpus``
+    (``index_options`` as for :class:`~chunkforge.Index`) answers every query with its
+    passages (``query_options`` as for ``Index.query``: ``window_tokens``, ``parent``,
+    ``auto_merge``, ``order``, ``trim``, ``k``, ...). At ``k``: the passages of the top ``k``
+    hits, no budget; at the budget: ``Index.query`` with ``budget_tokens`` and ``pack``
+    (its ``k``: the option's, else the recommended 100 hits). ``chunks`` are the leaves.
+
+    >>> r = evaluate_index(docs, qs, Encoder.default(), query_options={"window_tokens": 120})  # doctest: +SKIP
+    >>> r.at_budget.summary()["recall"]["mean"]  # doctest: +SKIP
+    0.8...
+    """
+    from .._recommended import RECOMMENDED
+    from ..index import Index
+
+    check_int("k", k, 1)
+    if budget_tokens is not None:
+        check_int("budget_tokens", budget_tokens, 1)
+    options = dict(query_options or {})
+    depth = options.pop("k", RECOMMENDED["k"])
+    for reserved in ("budget_tokens", "pack"):
+        if reserved in options:
+            raise ValueError(f"[query] {reserved}: set by the evaluation (--budget-tokens, --pack), not per policy")
+    measure = measure or SpanMeasure(corpus)
+    index = Index(encoder, **dict(index_options or {}))
+    index.add([{"id": d.doc_id, "text": d.text} for d in corpus])
+    leaves = index.leaves()
+    if not leaves:
+        raise ValueError("the index holds no leaves")
+    leaf_spans = [Span(h.doc_id, h.start, h.end) for h in leaves]
+    tokens = encoder.tokenizer.count_batch([h.text for h in leaves])
+
+    def passages(question: str, hits: int, budget: int | None) -> list[tuple[Span, float, int]]:
+        payload = index.query(question, k=hits, budget_tokens=budget, pack=pack, **options)
+        return [(Span(p.doc_id, p.start, p.end), float(p.score), int(p.token_count)) for p in payload.passages]
+
+    top = [passages(q.query, k, None) for q in queries]
+    at_k = score(queries, [[s for s, _, _ in r] for r in top], measure, candidates=leaf_spans, coverage=coverage)
+    at_budget, ranked = None, top
+    if budget_tokens is not None:
+        ranked = [passages(q.query, depth, budget_tokens) for q in queries]
+        cut = [[s for s, _, _ in r] for r in ranked]
+        at_budget = score(queries, cut, measure, candidates=leaf_spans, coverage=coverage)
+    settings = {
+        "k": k,
+        "budget": budget_tokens,
+        "pack": pack,
+        "unit": measure.unit,
+        "coverage": coverage,
+        "exact_search": False,
+        "policy": {"index": dict(index_options or {}), "query": {"k": depth, **options}},
+    }
+    top_score = np.array([max((s for _, s, _ in r), default=0.0) for r in top], float)
+    specials = encoder.tokenizer.special_token_count
+    return Result(
+        name,
+        len(leaves),
+        float(tokens.mean()),
+        int((tokens + specials > encoder.max_length).sum()),
+        at_k,
+        at_budget,
+        ranked,
+        top_score,
+        settings,
+    )

@@ -150,6 +150,8 @@ class Index:
         self.weights = (float(weights[0]), float(weights[1]))
         self.encoder_variant = encoder_variant
         self._encoder = encoder
+        # how a saved index's encoder is made again (the manifest's "encoder"); None: the default model
+        self._encoder_config: dict[str, Any] | None = None
         self.tokenizer = encoder.tokenizer if encoder is not None else Tokenizer.default()
         self._dim = encoder.dim if encoder is not None else None
         self._docs: list[_Doc | None] = []
@@ -184,7 +186,12 @@ class Index:
 
     @property
     def encoder(self) -> Encoder:
-        """The encoder; the default model (``encoder_variant``) is loaded on first use."""
+        """The encoder; loaded on first use: the model the index was saved with, else the
+        default model (``encoder_variant``)."""
+        if self._encoder is None and self._encoder_config is not None:
+            from .._config import from_config
+
+            self._encoder = from_config(self._encoder_config)
         if self._encoder is None:
             from ..encoder import Encoder
 
@@ -759,6 +766,7 @@ class Index:
                 "encoder_variant": self.encoder_variant,
             },
             "dim": self._dim,
+            "encoder": self._encoder_config if self._encoder is None else encoder_config(self._encoder),
             "next_label": self._next_label,
             "documents": len(docs),
             "graphs": self._graph.files if self._graph is not None else [],
@@ -808,6 +816,9 @@ class Index:
         index.tokenizer = tokenizer
         index._expander = scratch_expander(tokenizer)
         index._dim = manifest["dim"]
+        if not isinstance(manifest.get("encoder"), (dict, type(None))):
+            raise CorruptIndexError(f"corrupt index: {manifest_file}: 'encoder' is not an object")
+        index._encoder_config = manifest.get("encoder")
         try:
             docs = pq.read_table(folder / "docs.parquet").to_pydict()
             nodes = pq.read_table(folder / "nodes.parquet")
@@ -998,3 +1009,24 @@ def _tree(record: _Record, native: Any) -> _Tree:
 def _split(ids: np.ndarray, bounds: np.ndarray) -> list[np.ndarray]:
     """``ids[bounds[i]:bounds[i + 1]]`` for each ``i``."""
     return [ids[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+
+
+ENCODER_SETTINGS = ("max_length", "pooling", "normalize")
+"""The encoder options that change its vectors: what an index's manifest keeps of them."""
+
+
+def encoder_config(encoder: Any) -> dict[str, Any] | None:
+    """How to make ``encoder`` again for a saved index (its factory, model and variant, the
+    options that change vectors; not threads or providers); None for an encoder without a
+    recipe (the default model is then loaded).
+
+    >>> encoder_config(Encoder.from_pretrained("models/bge-small", "int8", intra_op_threads=2))  # doctest: +SKIP
+    {'type': 'encoder', 'factory': 'from_pretrained', 'args': ['models/bge-small', 'int8', False], 'options': {}}
+    """
+    from .._config import to_config
+
+    if getattr(encoder, "_recipe", None) is None:
+        return None
+    config: dict[str, Any] = to_config(encoder)
+    config["options"] = {k: v for k, v in config["options"].items() if k in ENCODER_SETTINGS}
+    return config

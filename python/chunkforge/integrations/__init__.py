@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._config import from_config, to_config
 from ..chunk import Chunk
 
 
@@ -41,3 +42,43 @@ def import_or_explain(module: str, extra: str) -> Any:
         return importlib.import_module(module)
     except ImportError as exc:
         raise ImportError(f'this adapter needs {module.split(".")[0]}: pip install "chunkforge[{extra}]"') from exc
+
+
+def default_chunker() -> Any:
+    """``RecursiveChunker`` on the default model's tokenizer, sized to its window (254 tokens):
+    what every adapter splits with by default, so that the default embedder never truncates."""
+    from ..chunkers import RecursiveChunker
+    from ..tokenizer import Tokenizer
+
+    return RecursiveChunker(Tokenizer.default_model())
+
+
+def check_chunker(chunker: Any) -> Any:
+    """``chunker``, or :func:`default_chunker` for None; anything without ``chunk`` is refused."""
+    if chunker is None:
+        return default_chunker()
+    if not callable(getattr(chunker, "chunk", None)):
+        raise TypeError(f"chunker must be a chunkforge chunker, not {type(chunker).__name__}")
+    return chunker
+
+
+def check_encoder(encoder: Any) -> Any:
+    """``encoder``, or ``Encoder.default()`` for None; anything without ``embed`` is refused."""
+    if encoder is None:
+        from ..encoder import Encoder
+
+        return Encoder.default()
+    if not callable(getattr(encoder, "embed", None)):
+        raise TypeError(f"encoder must be a chunkforge.Encoder, not {type(encoder).__name__}")
+    return encoder
+
+
+__all__ = [
+    "check_chunker",
+    "check_encoder",
+    "chunk_metadata",
+    "default_chunker",
+    "from_config",
+    "import_or_explain",
+    "to_config",
+]

@@ -8,7 +8,8 @@ Before (LangChain alone)::
 After::
 
     from chunkforge.integrations.langchain import ChunkforgeEmbeddings, ChunkforgeTextSplitter
-    splitter = ChunkforgeTextSplitter(RecursiveChunker(max_tokens=256, overlap=32))
+    splitter = ChunkforgeTextSplitter(chunk_size=200, chunk_overlap=20)       # default model's tokens
+    splitter = ChunkforgeTextSplitter.from_tiktoken_encoder("cl100k_base", chunk_size=200)   # or any counter
     docs = splitter.create_documents([text], metadatas=[{"source": "guide.md"}])   # exact start_index
     embeddings = ChunkforgeEmbeddings()                                            # Encoder.default()
 """
@@ -16,10 +17,11 @@ After::
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from . import chunk_metadata, import_or_explain
+from ..chunk import Chunk
+from . import check_chunker, check_encoder, chunk_metadata, import_or_explain
 
 import_or_explain("langchain_text_splitters", "langchain")
 from langchain_core.documents import Document  # noqa: E402
@@ -28,30 +30,72 @@ from langchain_text_splitters import TextSplitter  # noqa: E402
 
 
 class ChunkforgeTextSplitter(TextSplitter):
-    """A LangChain ``TextSplitter`` that cuts with a chunkforge chunker (default:
-    ``RecursiveChunker()``). ``chunk_size``/``chunk_overlap`` report the chunker's
-    ``max_tokens``/``overlap`` and lengths are counted in its tokenizer's tokens.
-    Documents carry ``start_index`` (with ``add_start_index=True``, the default here)
-    from the chunk's exact offset, not from searching the text, and the chunk's
-    ``token_count``, ``heading_path``, ``kind`` and ``context`` where set.
+    """A LangChain ``TextSplitter`` that cuts with a chunkforge chunker (default: a
+    ``RecursiveChunker`` sized to the default embedding model's window, 254 tokens, so
+    that ``ChunkforgeEmbeddings()`` never truncates). ``chunk_size``/``chunk_overlap``
+    resize the chunker (its ``max_tokens``/``overlap``, in its tokenizer's tokens);
+    ``length_function`` (any ``str -> int``, as ``from_tiktoken_encoder`` passes) sizes
+    chunks by that count instead, cutting in Python at ``separators`` (the chunker's, else
+    paragraphs, lines, sentences, words) with offsets still exact. Documents carry
+    ``start_index`` (with ``add_start_index=True``, the default here) from the chunk's
+    exact offset, not from searching the text, and the chunk's ``token_count``,
+    ``heading_path``, ``kind`` and ``context`` where set.
+
+    >>> splitter = ChunkforgeTextSplitter(chunk_size=16, chunk_overlap=4)  # doctest: +SKIP
+    >>> max(c.token_count for c in splitter.chunker.chunk(text)) <= 16  # doctest: +SKIP
+    True
     """
 
-    def __init__(self, chunker: Any = None, *, add_start_index: bool = True, **kwargs: Any) -> None:
-        if chunker is None:
+    def __init__(
+        self,
+        chunker: Any = None,
+        *,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
+        length_function: Callable[[str], int] | None = None,
+        add_start_index: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        chunker = check_chunker(chunker)
+        if length_function is None:
+            chunker = resized(chunker, chunk_size, chunk_overlap)
+        elif not callable(length_function):
+            raise TypeError(f"length_function must be a callable str -> int, not {type(length_function).__name__}")
+        super().__init__(
+            chunk_size=chunker.max_tokens if chunk_size is None else chunk_size,
+            chunk_overlap=getattr(chunker, "overlap", 0) if chunk_overlap is None else chunk_overlap,
+            length_function=length_function or chunker.tokenizer.count,
+            add_start_index=add_start_index,
+            **kwargs,
+        )
+        self.chunker = chunker
+        self._counter = length_function
+
+    @classmethod
+    def from_huggingface_tokenizer(cls, tokenizer: Any, **kwargs: Any) -> ChunkforgeTextSplitter:
+        """Sized in ``tokenizer``'s tokens: a ``transformers`` fast tokenizer or a
+        ``tokenizers.Tokenizer`` runs natively (a ``RecursiveChunker`` on it); a slow
+        ``transformers`` tokenizer counts ``len(tokenizer.tokenize(text))``."""
+        backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+        if hasattr(backend, "to_str"):
             from ..chunkers import RecursiveChunker
 
-            chunker = RecursiveChunker()
-        if not callable(getattr(chunker, "chunk", None)):
-            raise TypeError(f"chunker must be a chunkforge chunker, not {type(chunker).__name__}")
-        kwargs.setdefault("chunk_size", chunker.max_tokens)
-        kwargs.setdefault("chunk_overlap", getattr(chunker, "overlap", 0))
-        kwargs.setdefault("length_function", chunker.tokenizer.count)
-        super().__init__(add_start_index=add_start_index, **kwargs)
-        self.chunker = chunker
+            return cls(RecursiveChunker(backend, max_tokens=kwargs.pop("chunk_size", None)), **kwargs)
+        if not callable(getattr(tokenizer, "tokenize", None)):
+            raise TypeError(f"tokenizer must be a Hugging Face tokenizer, not {type(tokenizer).__name__}")
+        return cls(length_function=lambda text: len(tokenizer.tokenize(text)), **kwargs)
+
+    def chunks(self, text: str) -> list[Chunk]:
+        """The chunks of ``text`` (the chunker's, or sized by ``length_function``)."""
+        if self._counter is None:
+            chunks: list[Chunk] = self.chunker.chunk(text)
+            return chunks
+        separators = getattr(self.chunker, "separators", None) or SEPARATORS
+        return counted_chunks(text, self._counter, self._chunk_size, self._chunk_overlap, separators)
 
     def split_text(self, text: str) -> list[str]:
         """The chunks' texts."""
-        return [c.text for c in self.chunker.chunk(text)]
+        return [c.text for c in self.chunks(text)]
 
     def create_documents(self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None) -> list[Document]:
         """One ``Document`` per chunk, each with a copy of its text's metadata."""
@@ -59,7 +103,7 @@ class ChunkforgeTextSplitter(TextSplitter):
             raise ValueError(f"metadatas has {len(metadatas)} entries for {len(texts)} texts")
         documents = []
         for i, text in enumerate(texts):
-            for chunk in self.chunker.chunk(text):
+            for chunk in self.chunks(text):
                 metadata = copy.deepcopy(metadatas[i]) if metadatas else {}
                 if self._add_start_index:
                     metadata["start_index"] = chunk.start
@@ -74,18 +118,92 @@ class ChunkforgeTextSplitter(TextSplitter):
         return self.create_documents([d.page_content for d in documents], metadatas)
 
 
+SEPARATORS = ("\n\n", "\n", ". ", "? ", "! ", " ")
+"""Where ``length_function`` sizing cuts, coarsest first (then between characters)."""
+
+
+def resized(chunker: Any, max_tokens: int | None, overlap: int | None) -> Any:
+    """``chunker`` built again with ``max_tokens``/``overlap`` where given (LangChain's
+    ``chunk_size``/``chunk_overlap``); errors name the LangChain parameter."""
+    if max_tokens is None and overlap is None:
+        return chunker
+    from ..chunkers._base import rebuild
+
+    reduced = chunker.__reduce__()
+    params = dict(reduced[1][1]) if reduced[0] is rebuild else {}
+    for option, name, value in (("chunk_size", "max_tokens", max_tokens), ("chunk_overlap", "overlap", overlap)):
+        if value is None:
+            continue
+        if name not in params:
+            raise ValueError(f"{option}: {type(chunker).__name__} has no {name} to set; configure the chunker itself")
+        params[name] = value
+    return type(chunker)(**params)
+
+
+def counted_chunks(
+    text: str, count: Callable[[str], int], size: int, overlap: int, separators: Sequence[str] = SEPARATORS
+) -> list[Chunk]:
+    """Chunks of ``text`` of at most ``size`` by ``count`` (a piece that no separator
+    splits and still does not fit is cut between characters), consecutive chunks sharing
+    trailing pieces of at most ``overlap``; trimmed of whitespace, offsets exact.
+
+    >>> [c.text for c in counted_chunks("one two. three four five.", len, 12, 0)]
+    ['one two.', 'three four', 'five.']
+    """
+
+    def measure(start: int, end: int) -> int:  # what the chunk would count, trimmed
+        return count(text[start:end].strip())
+
+    pieces = _fitting_pieces(text, 0, len(text), measure, size, tuple(separators))
+    spans = []
+    i = 0
+    while i < len(pieces):
+        j = i + 1
+        while j < len(pieces) and measure(pieces[i][0], pieces[j][1]) <= size:
+            j += 1
+        spans.append((pieces[i][0], pieces[j - 1][1]))
+        if j == len(pieces):
+            break
+        # the next chunk starts at the earliest piece whose tail fits the overlap and leaves room for piece j
+        i += 1
+        while i < j and not (
+            measure(pieces[i][0], pieces[j - 1][1]) <= overlap and measure(pieces[i][0], pieces[j][1]) <= size
+        ):
+            i += 1
+    chunks: list[Chunk] = []
+    for start, end in spans:
+        piece = text[start:end]
+        start, end = start + len(piece) - len(piece.lstrip()), end - (len(piece) - len(piece.rstrip()))
+        if start < end:
+            chunks.append(Chunk(text[start:end], start, end, count(text[start:end]), len(chunks)))
+    return chunks
+
+
+def _fitting_pieces(
+    text: str, start: int, end: int, measure: Callable[[int, int], int], size: int, separators: tuple[str, ...]
+) -> list[tuple[int, int]]:
+    """``[start, end)`` cut after the coarsest separator it holds, recursively, into pieces that fit."""
+    if measure(start, end) <= size:
+        return [(start, end)]
+    k = next((k for k, sep in enumerate(separators) if text.find(sep, start, end) != -1), None)
+    if k is None:
+        return [(i, i + 1) for i in range(start, end)]
+    separator = separators[k]
+    pieces, a = [], start
+    while (found := text.find(separator, a, end)) != -1:
+        pieces.extend(_fitting_pieces(text, a, found + len(separator), measure, size, separators[k + 1 :]))
+        a = found + len(separator)
+    if a < end:
+        pieces.extend(_fitting_pieces(text, a, end, measure, size, separators[k + 1 :]))
+    return pieces
+
+
 class ChunkforgeEmbeddings(Embeddings):
     """LangChain ``Embeddings`` on a chunkforge encoder (default ``Encoder.default()``):
     ``embed_documents`` in length-sorted batches, ``embed_query`` on the low-latency path."""
 
     def __init__(self, encoder: Any = None) -> None:
-        if encoder is None:
-            from ..encoder import Encoder
-
-            encoder = Encoder.default()
-        if not callable(getattr(encoder, "embed", None)):
-            raise TypeError(f"encoder must be a chunkforge.Encoder, not {type(encoder).__name__}")
-        self.encoder = encoder
+        self.encoder = check_encoder(encoder)
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         vectors: list[list[float]] = self.encoder.embed(list(texts)).tolist()

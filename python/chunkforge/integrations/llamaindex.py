@@ -16,10 +16,12 @@ After::
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from . import chunk_metadata, import_or_explain
+from .._config import encoder_label
+from . import check_chunker, check_encoder, chunk_metadata, from_config, import_or_explain, to_config
 
 import_or_explain("llama_index.core", "llamaindex")
 from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
@@ -32,28 +34,29 @@ CHUNK_KEYS = ("token_count", "heading_path", "kind", "context", "chunk_id", "par
 
 
 class ChunkforgeNodeParser(NodeParser):
-    """Parses documents into ``TextNode``s with a chunkforge chunker (default
-    ``RecursiveChunker()``): ``start_char_idx``/``end_char_idx`` are the chunk's exact
+    """Parses documents into ``TextNode``s with a chunkforge chunker (default: a
+    ``RecursiveChunker`` sized to the default embedding model's window, 254 tokens, so
+    that ``ChunkforgeEmbedding()`` never truncates): ``start_char_idx``/``end_char_idx`` are the chunk's exact
     offsets into the document (LlamaIndex's own parsers find them with ``str.find``),
     metadata gains ``token_count`` and, where set, ``heading_path``, ``kind`` and
     ``context`` (excluded from the embedded and LLM text). With a
     :class:`~chunkforge.HierarchicalChunker` every node of the tree is returned, with
     ``PARENT``/``CHILD`` relationships as LlamaIndex's ``HierarchicalNodeParser`` sets
     them (``get_leaf_nodes`` and ``AutoMergingRetriever`` work on them) and the tree's
-    stable ids as node ids.
+    stable ids as node ids. ``to_dict`` holds the chunker's whole configuration (so an
+    ``IngestionPipeline`` caches two parsers of different sizes apart) and ``from_dict``
+    builds it again.
+
+    >>> parser = ChunkforgeNodeParser(RecursiveChunker(max_tokens=64))  # doctest: +SKIP
+    >>> ChunkforgeNodeParser.from_dict(parser.to_dict()).chunker.max_tokens  # doctest: +SKIP
+    64
     """
 
     _chunker: Any = PrivateAttr()
 
     def __init__(self, chunker: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if chunker is None:
-            from ..chunkers import RecursiveChunker
-
-            chunker = RecursiveChunker()
-        if not callable(getattr(chunker, "chunk", None)):
-            raise TypeError(f"chunker must be a chunkforge chunker, not {type(chunker).__name__}")
-        self._chunker = chunker
+        self._chunker = check_chunker(chunker)
 
     @property
     def chunker(self) -> Any:
@@ -62,6 +65,22 @@ class ChunkforgeNodeParser(NodeParser):
     @classmethod
     def class_name(cls) -> str:
         return "ChunkforgeNodeParser"
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        return {**super().to_dict(**kwargs), "chunker": to_config(self._chunker)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> ChunkforgeNodeParser:
+        data = {**data, **kwargs}
+        data.pop("class_name", None)
+        id_func = data.get("id_func")
+        if isinstance(id_func, dict):  # to_dict writes a function's name only
+            if id_func.get("id_func_name") != "default_id_func":
+                raise ValueError(
+                    f"id_func {id_func.get('id_func_name')!r} cannot be read back: from_dict(data, id_func=...)"
+                )
+            del data["id_func"]
+        return cls(from_config(data.pop("chunker", None)), **data)
 
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
         from .._progress import progress
@@ -112,18 +131,20 @@ class ChunkforgeNodeParser(NodeParser):
 class ChunkforgeEmbedding(BaseEmbedding):
     """A LlamaIndex ``BaseEmbedding`` on a chunkforge encoder (default ``Encoder.default()``):
     batches through ``Encoder.embed`` (length-sorted, token-budgeted), queries through
-    ``embed_query``."""
+    ``embed_query``; the async methods run them on a worker thread, off the event loop.
+    ``to_dict`` holds the encoder's configuration (the factory, model and variant that
+    made it, e.g. ``Encoder.default("int8")``) and ``from_dict`` builds it again.
+
+    >>> embed_model = ChunkforgeEmbedding(Encoder.default("int8"))  # doctest: +SKIP
+    >>> embed_model.model_name  # doctest: +SKIP
+    'Encoder.default(int8)'
+    """
 
     _encoder: Any = PrivateAttr()
 
     def __init__(self, encoder: Any = None, **kwargs: Any) -> None:
-        if encoder is None:
-            from ..encoder import Encoder
-
-            encoder = Encoder.default()
-        if not callable(getattr(encoder, "embed", None)):
-            raise TypeError(f"encoder must be a chunkforge.Encoder, not {type(encoder).__name__}")
-        kwargs.setdefault("model_name", str(encoder.graph))
+        encoder = check_encoder(encoder)
+        kwargs.setdefault("model_name", encoder_label(to_config(encoder)))
         super().__init__(**kwargs)
         self._encoder = encoder
 
@@ -131,12 +152,27 @@ class ChunkforgeEmbedding(BaseEmbedding):
     def class_name(cls) -> str:
         return "ChunkforgeEmbedding"
 
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        return {**super().to_dict(**kwargs), "encoder": to_config(self._encoder)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> ChunkforgeEmbedding:
+        data = {**data, **kwargs}
+        data.pop("class_name", None)
+        return cls(from_config(data.pop("encoder", None)), **data)
+
     def _get_query_embedding(self, query: str) -> list[float]:
         vector: list[float] = self._encoder.embed_query(query).tolist()
         return vector
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._get_query_embedding(query)
+        return await asyncio.to_thread(self._get_query_embedding, query)
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return await asyncio.to_thread(self._get_text_embedding, text)
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self._get_text_embeddings, texts)
 
     def _get_text_embedding(self, text: str) -> list[float]:
         vector: list[float] = self._encoder.embed([text])[0].tolist()

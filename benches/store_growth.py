@@ -1,0 +1,185 @@
+"""How the LanceDB store's costs grow with the corpus: write time, size on disk, a query
+process's resident memory, query p50 / p99, at the given leaf counts; and the in-memory
+``Index`` (``from_dataset``) of the smallest size beside it.
+
+The documents are the shipped corpus's, repeated under new ids until the leaf count is
+reached, cut into the index's trees natively (real trees, real text for BM25). The vectors
+come from a cheap deterministic stand-in (unit vectors drawn from a seed of each leaf's
+text), so that embedding does not dominate; the questions are embedded by the real model.
+Each query process is a fresh interpreter (its RSS is its own).
+
+    python benches/store_growth.py --leaves 100000 1000000 --out benches/results/store-growth.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from chunkforge._io import Doc
+from chunkforge.index.trees import TreeSettings, cut, scratch_expander
+from chunkforge.tokenizer import Tokenizer
+
+CORPUS = Path(__file__).parents[1] / "tests" / "data" / "docs-corpus.jsonl.gz"
+DIM = 384
+QUESTIONS = [
+    "how do I configure the network bonding driver?",
+    "what does the license allow?",
+    "how to mount a filesystem read only",
+    "error handling in the device driver",
+    "which sysfs attributes does the module expose?",
+    "how do I enable tracing of function calls?",
+]
+
+
+def dataset(root: Path, leaves: int) -> int:
+    """Writes a tree dataset of about ``leaves`` leaves; returns the exact count."""
+    with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
+        records = [json.loads(line) for line in f]
+    expander, settings = scratch_expander(Tokenizer.default()), TreeSettings()
+    shards, total, copy = [], 0, 0
+    (root / "shards").mkdir(parents=True)
+    while total < leaves:
+        for at in range(0, len(records), 256):
+            docs = [Doc(f"{copy}/{r['id']}", r["text"], len(r["text"])) for r in records[at : at + 256]]
+            batch = cut(expander, docs, settings, 2)
+            n = len(batch.token_ids)
+            seeds = [int(h, 16) for h in batch.columns["text_hash"]]
+            vectors = np.stack([np.random.default_rng(s).standard_normal(DIM, np.float32) for s in seeds])
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            key = f"{len(shards):032x}"
+            table = pa.table(
+                {
+                    **{k: batch.columns[k] for k in ("doc_id", "chunk_id", "start", "end", "token_count")},
+                    "heading_path": batch.columns["heading_path"],
+                    "passage": pa.array(batch.columns["passage"], pa.int32()),
+                    "text_hash": batch.columns["text_hash"],
+                    "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), DIM),
+                }
+            )
+            pq.write_table(table, root / "shards" / f"{key}.parquet")
+            pq.write_table(batch.docs, root / "shards" / f"{key}.trees.parquet")
+            shards.append(
+                {
+                    "file": f"shards/{key}.parquet",
+                    "trees": f"shards/{key}.trees.parquet",
+                    "docs": len(docs),
+                    "rows": n,
+                    "tokens": 0,
+                }
+            )
+            total += n
+            if total >= leaves:
+                break
+        copy += 1
+    manifest = {
+        "units": "tree",
+        "chunker": {"units": "tree", **settings.as_dict(), "tokenizer": "the model's"},
+        "model": {"name": "default", "variant": "optimized", "dim": DIM, "fingerprint": "stand-in"},
+        "shards": shards,
+        "rows": total,
+    }
+    (root / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return total
+
+
+QUERY = """
+import json, resource, sys, time
+import numpy as np
+from chunkforge.encoder import Encoder
+from chunkforge.index import Index
+questions = json.loads(sys.argv[2])
+encoder = Encoder.default("optimized")
+start = time.perf_counter()
+index = Index.from_dataset(sys.argv[1], encoder) if sys.argv[3] == "memory" else Index.open(sys.argv[1], encoder)
+opened = time.perf_counter() - start
+for q in questions:  # warm
+    index.query(q)
+times = []
+for _ in range(5):
+    for q in questions:
+        t = time.perf_counter()
+        index.query(q)
+        times.append(time.perf_counter() - t)
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"opened": opened, "p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)), "rss_mb": rss}))
+"""
+
+
+def measure(path: Path, kind: str) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, "-c", QUERY, str(path), json.dumps(QUESTIONS), kind],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def size_mb(path: Path) -> float:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
+
+
+def main() -> None:
+    from chunkforge.index.store import write_store
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--leaves", type=int, nargs="+", default=[100_000])
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, leaves in enumerate(args.leaves):
+            root = Path(tmp) / f"d{leaves}"
+            n = dataset(root, leaves)
+            t = time.perf_counter()
+            write_store(root, Path(tmp) / f"s{leaves}")
+            written = time.perf_counter() - t
+            store = measure(Path(tmp) / f"s{leaves}", "store")
+            row = {"leaves": n, "write_s": written, "disk_mb": size_mb(Path(tmp) / f"s{leaves}"), **store}
+            if i == 0:
+                row["memory"] = measure(root, "memory")
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            shutil.rmtree(root)
+            shutil.rmtree(Path(tmp) / f"s{leaves}")
+    lines = [
+        "# The LanceDB store as the corpus grows",
+        "",
+        f"`python benches/store_growth.py`, {platform.machine()}, 2 cores; stand-in vectors (see the docstring); "
+        f"{len(QUESTIONS)} questions x 5, `query()` with the defaults (k 100, 1,000 tokens), each size in a fresh process.",
+        "",
+        "| leaves | write_store s | on disk MB | open s | query p50 ms | query p99 ms | query process RSS MB |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['leaves']:,} | {r['write_s']:.1f} | {r['disk_mb']:.0f} | {r['opened']:.2f} | {1000 * r['p50']:.1f} | "
+            f"{1000 * r['p99']:.1f} | {r['rss_mb']:.0f} |"
+        )
+    m = rows[0]["memory"]
+    lines += [
+        "",
+        f"In-memory `Index.from_dataset` of the {rows[0]['leaves']:,}-leaf dataset: open {m['opened']:.1f} s, "
+        f"query p50 {1000 * m['p50']:.1f} ms, p99 {1000 * m['p99']:.1f} ms, RSS {m['rss_mb']:.0f} MB.",
+    ]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
