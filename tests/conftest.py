@@ -7,6 +7,10 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -54,6 +58,47 @@ def hf_count(kind: str, text: str) -> int:
 @pytest.fixture(params=sorted(TOKENIZER_FILES))
 def kind(request) -> str:
     return request.param
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(folder: Path, *flags: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``chunkforge serve folder`` on a free loopback port, once ``/health`` answers."""
+    import httpx
+
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chunkforge", "serve", str(folder), "--port", str(port), *flags],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited: {process.stderr.read().decode()}")  # type: ignore[union-attr]
+        try:
+            if httpx.get(url + "/health", timeout=1).status_code == 200:
+                return process, url
+        except httpx.TransportError:
+            time.sleep(0.2)
+    process.kill()
+    raise RuntimeError("the server did not start within 120 s")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 @pytest.fixture(scope="session")

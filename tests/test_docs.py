@@ -8,11 +8,14 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import chunkforge
+
+from conftest import corpus, start_server, stop
 
 ROOT = Path(__file__).parents[1]
 README = ROOT / "README.md"
@@ -52,6 +55,23 @@ MODULES = [
 ]
 
 
+SERVICE_URL = "http://127.0.0.1:8000"
+
+
+@pytest.fixture(scope="module")
+def service(model_cache, tmp_path_factory) -> Iterator[str]:
+    """``chunkforge serve`` of a small index of the shipped corpus; its URL."""
+    pytest.importorskip("uvicorn")
+    from chunkforge.encoder import Encoder
+    from chunkforge.index import Index
+
+    folder = tmp_path_factory.mktemp("docs-service") / "index"
+    Index.build(corpus()[:20], Encoder.default()).save(folder)
+    process, url = start_server(folder, "--reload-interval", "0")
+    yield url
+    stop(process)
+
+
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     module = importlib.import_module(name)
@@ -65,10 +85,14 @@ def test_readme_has_python_examples():
 
 
 @pytest.mark.parametrize(("page", "number", "code"), EXAMPLES, ids=[f"{p}-block{n}" for p, n, _ in EXAMPLES])
-def test_example_runs_as_a_script(page, number, code, tmp_path, model_cache):
+def test_example_runs_as_a_script(page, number, code, tmp_path, model_cache, request):
     """Each python block of the README and docs/, saved as a script and run as a user runs it:
     a fresh interpreter, ``python example.py`` in an empty folder (``__name__ == "__main__"``,
-    spawned process pools importing the script again), with this chunkforge and the shared model cache."""
+    spawned process pools importing the script again), with this chunkforge and the shared model cache.
+    A block that calls the service at its default address runs against a real ``chunkforge
+    serve`` (of an index of the shipped corpus, on a free port in place of 8000)."""
+    if SERVICE_URL in code:
+        code = code.replace(SERVICE_URL, request.getfixturevalue("service"))
     script = tmp_path / "example.py"
     script.write_text(code, encoding="utf-8")
     package_root = str(Path(chunkforge.__file__).parents[1])

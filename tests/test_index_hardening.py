@@ -16,6 +16,7 @@ import pytest
 pytest.importorskip("hnswlib")
 pytest.importorskip("bm25s")
 
+import chunkforge  # noqa: E402
 from chunkforge.index import CorruptIndexError, Index
 from chunkforge.index.storage import checksum as _checksum  # noqa: E402
 from chunkforge.index.storage import manifest_checksum as _manifest_checksum  # noqa: E402
@@ -23,7 +24,7 @@ from chunkforge.index.storage import manifest_checksum as _manifest_checksum  # 
 from conftest import corpus  # noqa: E402
 
 pa = pytest.importorskip("pyarrow")
-ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "python")}
+ENV = {**os.environ, "PYTHONPATH": str(Path(chunkforge.__file__).resolve().parents[1])}
 
 BASE = [
     {"id": "cats.md", "text": "# Cats\n\nCats purr when content. They sleep most of the day. Kittens play."},

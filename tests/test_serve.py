@@ -5,10 +5,7 @@ requests, and the OpenAPI contract (checked in, and fuzzed by schemathesis)."""
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -28,7 +25,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from chunkforge.cli import main  # noqa: E402
 from chunkforge.index import Index  # noqa: E402
 
-from conftest import corpus  # noqa: E402
+from conftest import corpus, free_port, start_server, stop  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "docs" / "openapi.json"
@@ -50,45 +47,6 @@ def encoder(model_cache):
 @pytest.fixture(scope="module")
 def index(encoder) -> Index:
     return Index.build(small_docs(), encoder, leaf_tokens=48, parent_tokens=(200,))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_server(folder: Path, *flags: str) -> tuple[subprocess.Popen[bytes], str]:
-    """``chunkforge serve folder`` on a free loopback port, once ``/health`` answers."""
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "chunkforge", "serve", str(folder), "--port", str(port), *flags],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the server exited: {process.stderr.read().decode()}")  # type: ignore[union-attr]
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return process, url
-        except httpx.TransportError:
-            time.sleep(0.2)
-    process.kill()
-    raise RuntimeError("the server did not start within 120 s")
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ import pytest
 pytest.importorskip("hnswlib")
 pytest.importorskip("lancedb")
 
+import chunkforge  # noqa: E402
 from chunkforge import pipeline  # noqa: E402
 from chunkforge.index import Index  # noqa: E402
 from chunkforge.index.store import StoreIndex, write_store  # noqa: E402
@@ -185,7 +186,7 @@ def test_writer_killed_mid_update_leaves_the_last_commit_and_readers_one_version
     rows[2] = json.loads((job / "new" / "manifest.json").read_text())["rows"]
     env = {
         **os.environ,
-        "PYTHONPATH": str(Path(__file__).parents[1] / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "PYTHONPATH": str(Path(chunkforge.__file__).parents[1]) + os.pathsep + os.environ.get("PYTHONPATH", ""),
     }
     readers = [
         subprocess.Popen([sys.executable, "-c", READER, str(store), "25"], stdout=subprocess.PIPE, env=env)

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import chunkforge
-
 pytest.importorskip("mypy")
 
 USER_SCRIPT = """
@@ -35,13 +33,13 @@ wrong: str = enc.dim
 def test_lazy_exports_type_as_their_classes(tmp_path: Path) -> None:
     script = tmp_path / "user_script.py"
     script.write_text(USER_SCRIPT, encoding="utf-8")
-    package_root = str(Path(chunkforge.__file__).parents[1])
-    # --follow-imports=silent: chunkforge's own modules are read, not reported on (as when installed)
+    # chunkforge is found as a user's mypy finds it: installed (or editable) in this interpreter;
+    # --follow-imports=silent: its own modules are read, not reported on
     run = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--cache-dir", str(tmp_path / ".mypy")]
         + ["--no-incremental", script.name],
         cwd=tmp_path,
-        env={**os.environ, "MYPYPATH": package_root},
+        env={k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")},
         capture_output=True,
         text=True,
         timeout=600,

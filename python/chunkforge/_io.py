@@ -46,7 +46,7 @@ import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 from .errors import InputError
 
@@ -104,16 +104,21 @@ def read_text_file(path: str) -> Doc:
     """A plain file as one document, its path as its id."""
     try:
         with open(path, "rb") as f:
-            data = f.read(MAX_INPUT_BYTES + 1)
+            return _read_text(path, f)
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _read_text(name: str, stream: BinaryIO) -> Doc:
+    """A binary stream as one UTF-8 document named ``name``, read to at most MAX_INPUT_BYTES."""
+    data = stream.read(MAX_INPUT_BYTES + 1)
     if len(data) > MAX_INPUT_BYTES:
-        raise InputError(f"{path} is larger than {MAX_INPUT_BYTES} bytes (the largest text file read)")
+        raise InputError(f"{name} is larger than {MAX_INPUT_BYTES} bytes (the largest text file read)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path} is not valid UTF-8 (byte {exc.start})") from exc
-    return Doc(path, text, len(data))
+        raise InputError(f"{name} is not valid UTF-8 (byte {exc.start})") from exc
+    return Doc(name, text, len(data))
 
 
 def stdin_is_jsonl() -> bool:
@@ -127,14 +132,9 @@ def stdin_is_jsonl() -> bool:
 def read_stdin_text() -> Doc:
     """All of stdin as one plain-text document named ``<stdin>``."""
     try:
-        data = sys.stdin.buffer.read()
+        return _read_text("<stdin>", sys.stdin.buffer)
     except OSError as exc:
         raise InputError(f"cannot read <stdin>: {exc.strerror or exc}") from exc
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"<stdin> is not valid UTF-8 (byte {exc.start})") from exc
-    return Doc("<stdin>", text, len(data))
 
 
 def read_records(path: str, error: type[Exception] = InputError) -> Iterator[tuple[str, dict[str, Any], int]]:

@@ -20,22 +20,22 @@ def add_parser(commands: Any) -> None:
         "between requests): POST /query, /search, /expand; GET /health, /stats, /openapi.json.",
     )
     serve.add_argument("index", metavar="INDEX", help="index folder (from `chunkforge index build` or Index.save)")
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, this machine only)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument("--workers", type=int, default=1, metavar="N", help="processes, each with the index (default 1)")
     serve.add_argument(
         "--threads", type=int, default=32, metavar="N", help="requests run at once per worker (default 32)"
     )
-    serve.add_argument("--timeout", type=float, default=10.0, metavar="S", help="seconds per request (default 10)")
+    serve.add_argument("--timeout", type=float, default=10.0, metavar="S", help="seconds per request (default 10.0)")
     serve.add_argument(
-        "--max-body", type=int, default=1 << 20, metavar="BYTES", help="largest request body (default 1 MiB)"
+        "--max-body", type=int, default=1 << 20, metavar="BYTES", help="largest request body (default 1048576, 1 MiB)"
     )
     serve.add_argument(
         "--reload-interval",
         type=float,
         default=1.0,
         metavar="S",
-        help="seconds between looks for a new saved version (default 1; 0: never reload)",
+        help="seconds between looks for a new saved version (default 1.0; 0: never reload)",
     )
     serve.add_argument("-v", "--verbose", action="store_true", help="log each request")
 

@@ -41,6 +41,7 @@ from .storage import (
 )
 from .trees import (
     TreeSettings,
+    are_spans,
     check_where,
     checked_spans,
     matches,
@@ -595,8 +596,8 @@ class Index:
         >>> payload = index.expand(index.search("install"), window=2, budget_tokens=500)  # doctest: +SKIP
         >>> print(payload.render())  # doctest: +SKIP
         """
-        if isinstance(hits, (list, tuple)) and hits and not isinstance(hits[0], Hit):
-            hits = self.hits_for(hits)
+        if are_spans(hits):
+            hits = self.hits_for(cast("Sequence[tuple[str, int, int, float]]", hits))
         return expansion.expand(
             self._expander,
             cast("Iterable[Hit]", hits),

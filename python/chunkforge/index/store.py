@@ -40,7 +40,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -58,6 +58,7 @@ from .trees import (
     SCALARS,
     SavedDoc,
     TreeSettings,
+    are_spans,
     check_where,
     checked_spans,
     overlapping,
@@ -679,12 +680,13 @@ class StoreIndex:
         """Hits -> passages, as :meth:`chunkforge.Index.expand`: hits made by this store index (or
         spans ``(doc_id, start, end, score)`` found elsewhere). The payload's metadata is each
         passage's document's."""
-        if isinstance(hits, (list, tuple)) and hits and not isinstance(hits[0], Hit):
-            hits = self.hits_for(hits)
-        hits = list(hits)
+        given: list[Any] = list(hits)
+        if are_spans(given):
+            given = self.hits_for(cast("Sequence[tuple[str, int, int, float]]", given))
+        if not all(isinstance(h, Hit) for h in given):
+            raise TypeError("hits must be Hits (or spans (doc_id, start, end, score))")
+        hits = cast("list[Hit]", given)
         with self._lock:
-            if not all(isinstance(h, Hit) for h in hits):
-                raise TypeError("hits must be Hits (or spans (doc_id, start, end, score))")
             cached = self._load(h.doc_id for h in hits)
             for i, h in enumerate(hits):  # a hit of an older cache or version: relabelled by its span
                 label = cached[h.doc_id].label_of(h)

@@ -130,6 +130,12 @@ def matches(metadata: Mapping[str, Any], where: dict[str, list[Any]]) -> bool:
     return all(metadata.get(name) in values for name, values in where.items())
 
 
+def are_spans(hits: object) -> bool:
+    """Whether what ``expand`` got is a list of spans ``(doc_id, start, end, score)`` (tuples or
+    lists) rather than hits (a :class:`Hit`, or any object with a ``leaf`` and a ``score``)."""
+    return isinstance(hits, (list, tuple)) and bool(hits) and isinstance(hits[0], (tuple, list))
+
+
 def checked_spans(spans: Iterable[Any]) -> Iterator[tuple[str, int, int, float]]:
     """Spans found elsewhere, ``(doc_id, start, end, score)``, checked (errors name ``spans[i]``)."""
     for i, span in enumerate(spans):
