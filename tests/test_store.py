@@ -174,7 +174,9 @@ deadline = time.time() + float(sys.argv[2])
 while time.time() < deadline:
     index.reload()
     hits = index.search("how do I install it?", k=5, hybrid=False)
-    seen.append([index.version, index.leaf_count, len(hits)])
+    payload = index.query("how do I install it?", k=20)  # full text, trees and texts of that one version
+    ok = all(index.document(p.doc_id)[p.start : p.end] == p.text for p in payload.passages)
+    seen.append([index.version, index.leaf_count, len(hits), bool(payload.passages) and ok])
 print(json.dumps(seen))
 """
 
@@ -190,7 +192,7 @@ def test_writer_killed_mid_update_leaves_the_last_commit_and_readers_one_version
     }
     readers = [
         subprocess.Popen([sys.executable, "-c", READER, str(store), "25"], stdout=subprocess.PIPE, env=env)
-        for _ in range(2)
+        for _ in range(4)
     ]
     rng = random.Random(7)
     for _ in range(4):  # killed at random moments of the update
@@ -204,7 +206,9 @@ def test_writer_killed_mid_update_leaves_the_last_commit_and_readers_one_version
     for reader in readers:
         out, _ = reader.communicate(timeout=120)
         seen = json.loads(out)
-        assert seen and all(version in rows and count == rows[version] and n == 5 for version, count, n in seen)
+        assert seen and all(
+            version in rows and count == rows[version] and n == 5 and ok for version, count, n, ok in seen
+        )
     index = Index.open(store, encoder)
     assert index.version >= 2 and index.leaf_count == rows[2]
     clean = tmp_path / "clean"
@@ -234,12 +238,13 @@ def rows_of(uri: Path) -> dict[str, list]:
     return out
 
 
-def test_ann_index_finds_each_leaf(job, encoder, tmp_path):
-    write_store(job / "vectors", tmp_path / "ann", ann_min_rows=256, ann_partitions=2)
+@pytest.mark.parametrize("kind", ["IVF_PQ", "IVF_HNSW_SQ"])
+def test_ann_index_finds_each_leaf(job, encoder, tmp_path, kind):
+    write_store(job / "vectors", tmp_path / "ann", ann_min_rows=256, ann_partitions=2, ann_index=kind)
     import lancedb
 
-    names = [i.name for i in lancedb.connect(tmp_path / "ann").open_table("leaves").list_indices()]
-    assert any("vector" in n for n in names)
+    indices = lancedb.connect(tmp_path / "ann").open_table("leaves").list_indices()
+    assert [i.index_type.lower() for i in indices if "vector" in i.name] == [kind.replace("_", "").lower()]
     store, memory = Index.open(tmp_path / "ann", encoder), Index.from_dataset(job / "vectors", encoder)
     leaves = memory.leaves()
     found = sum(leaf.id in [h.id for h in store.search(leaf.text, k=10, hybrid=False)] for leaf in leaves[::53])
@@ -258,6 +263,8 @@ def test_store_refuses_plain_chunks_and_other_settings(job, encoder, tmp_path):
         write_store(tmp_path / "other", tmp_path / "store")
     with pytest.raises(FileNotFoundError, match="no chunkforge store"):
         Index.open(tmp_path / "empty", encoder)
+    with pytest.raises(ValueError, match="ann_index must be one of IVF_PQ, IVF_HNSW_SQ"):
+        write_store(job / "vectors", tmp_path / "s", ann_index="HNSW")  # type: ignore[arg-type]
 
 
 def test_cli_embed_docs_index_lancedb_then_query(tmp_path, capsys, model_cache):

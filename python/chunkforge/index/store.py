@@ -40,7 +40,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -78,6 +78,8 @@ ANN_MIN_ROWS = 65536
 """Leaves from which the ``leaves`` table gets an ANN index (below, an exact scan is as fast)."""
 CACHE_BYTES = 256 << 20
 """Text bytes of documents a query process keeps read (least recently used out)."""
+AnnIndex = Literal["IVF_PQ", "IVF_HNSW_SQ"]
+ANN_INDEXES: tuple[AnnIndex, ...] = ("IVF_PQ", "IVF_HNSW_SQ")
 _DELETE_KEYS = 256  # shard keys per delete statement
 _ADD_ROWS = 262144  # leaves (and their parents and documents) added per commit
 
@@ -232,6 +234,17 @@ def _shard_rows(root: Path, entry: dict[str, Any], schemas: dict[str, pa.Schema]
     }
 
 
+def is_store(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a local folder holding a store of :func:`write_store` (its commits table)."""
+    return (Path(path) / f"{COMMITS}.lance").is_dir()
+
+
+def latest_version(uri: str | os.PathLike[str]) -> int | None:
+    """The version of the latest commit of the store at ``uri`` (None: no commit yet)."""
+    commit = last_commit(_lancedb().connect(os.fspath(uri)))
+    return None if commit is None else int(commit["version"])
+
+
 def last_commit(db: Any) -> dict[str, Any] | None:
     """The store's latest commit row (None for a new store)."""
     if COMMITS not in db.table_names():
@@ -249,14 +262,18 @@ def write_store(
     *,
     ann_min_rows: int = ANN_MIN_ROWS,
     ann_partitions: int | None = None,
+    ann_index: AnnIndex = "IVF_PQ",
 ) -> int:
     """Brings the store at ``uri`` up to date with the tree dataset ``dataset`` (``embed-docs
     --index``); returns the new commit's version. Only the shards that changed are deleted or
-    added; a store already up to date gets no new commit.
+    added; a store already up to date gets no new commit. From ``ann_min_rows`` leaves the
+    vectors get an ANN index of the type ``ann_index`` (``"IVF_PQ"``, smaller; ``"IVF_HNSW_SQ"``).
 
     >>> write_store("vectors", "store.lancedb")  # doctest: +SKIP
     1
     """
+    if ann_index not in ANN_INDEXES:
+        raise ValueError(f"ann_index must be one of {', '.join(ANN_INDEXES)}, not {ann_index!r}")
     lancedb = _lancedb()
     root = Path(dataset)
     manifest = read_manifest(root)
@@ -300,7 +317,7 @@ def write_store(
             for name, table in tables.items():  # one commit per table and block
                 table.add(pa.concat_tables(block[name]))
                 block[name] = []
-    _index(tables, ann_min_rows, ann_partitions)
+    _index(tables, ann_min_rows, ann_partitions, ann_index)
     version = (int(commit["version"]) if commit is not None else 0) + 1
     row = {
         "version": version,
@@ -316,9 +333,9 @@ def write_store(
     return version
 
 
-def _index(tables: dict[str, Any], ann_min_rows: int, ann_partitions: int | None) -> None:
+def _index(tables: dict[str, Any], ann_min_rows: int, ann_partitions: int | None, ann_index: AnnIndex) -> None:
     """The indexes: full text on the parents (rebuilt), label lists on the tags, B-trees on the
-    docs' ids and the leaves' parents, and IVF-PQ (cosine) on the leaves' vectors from
+    docs' ids and the leaves' parents, and ``ann_index`` (cosine) on the leaves' vectors from
     ``ann_min_rows`` leaves; the other existing indexes take the new rows (``optimize``)."""
     leaves, parents, docs = tables[LEAVES], tables[PARENTS], tables[DOCS]
     names = {t: {i.name for i in tables[t].list_indices()} for t in tables}
@@ -347,9 +364,8 @@ def _index(tables: dict[str, Any], ann_min_rows: int, ann_partitions: int | None
         leaves.create_scalar_index("parent", index_type="BTREE")
     if not has_ann and rows >= ann_min_rows:
         partitions = ann_partitions or max(int(np.sqrt(rows)), 1)
-        leaves.create_index(
-            metric="cosine", index_type="IVF_PQ", num_partitions=partitions, num_sub_vectors=_sub_vectors(leaves)
-        )
+        quantizer = {"num_sub_vectors": _sub_vectors(leaves)} if ann_index == "IVF_PQ" else {}
+        leaves.create_index(metric="cosine", index_type=ann_index, num_partitions=partitions, **quantizer)
     for table in tables.values():
         if table.count_rows():
             table.optimize()
