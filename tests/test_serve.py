@@ -407,3 +407,46 @@ def test_client_errors_name_the_status_and_field(server):
     assert caught.value.status == 422 and "'k'" in str(caught.value)
     assert [h.leaf for h in client.search("license", k=3)] and client.query("license").version.startswith("v-")
     client.close()
+
+
+def test_a_store_is_served_with_where_and_switches_at_each_commit(encoder, tmp_path):
+    """``chunkforge serve STORE``: answers as the StoreIndex in process, ``where`` pushed down,
+    and a new commit of the store (an update by the bulk job) is the next version served."""
+    pytest.importorskip("lancedb")
+    from chunkforge import pipeline
+    from chunkforge.index.store import write_store
+
+    docs = [{**d, "acl": "staff" if i % 2 else "public"} for i, d in enumerate(small_docs(4))]
+    source = tmp_path / "docs.jsonl"
+    source.write_text("".join(json.dumps(d) + "\n" for d in docs[:3]), encoding="utf-8")
+    pipeline.run([source], tmp_path / "vectors", encoder=encoder, units="tree")
+    write_store(tmp_path / "vectors", tmp_path / "store")
+    process, url = start_server(tmp_path / "store", "--reload-interval", "0.2")
+    try:
+        with httpx.Client(base_url=url, timeout=60) as client:
+            store = Index.open(tmp_path / "store", encoder)
+            for question in QUESTIONS[:2]:
+                answer = client.post("/query", json={"question": question, "budget_tokens": 400}).json()
+                assert answer["version"] == "commit-000001"
+                expected = store.query(question, budget_tokens=400)
+                # leaf labels are each process's own (documents are read on demand): compared by span
+                assert [
+                    (p["doc_id"], p["start"], p["end"], p["text"], [(h["start"], h["end"]) for h in p["hits"]])
+                    for p in answer["passages"]
+                ] == [(p.doc_id, p.start, p.end, p.text, [(h.start, h.end) for h in p.hits]) for p in expected.passages]
+                assert answer["metadata"] == {d: dict(m) for d, m in expected.metadata.items()}
+            staff = client.post("/query", json={"question": "license", "where": {"acl": "staff"}}).json()
+            assert staff["passages"] and {p["doc_id"] for p in staff["passages"]} <= {docs[1]["id"]}
+            assert staff["metadata"][docs[1]["id"]]["acl"] == "staff"
+            source.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+            pipeline.run([source], tmp_path / "vectors", encoder=encoder, units="tree")
+            write_store(tmp_path / "vectors", tmp_path / "store")
+            deadline = time.monotonic() + 60
+            while client.get("/health").json()["version"] != "commit-000002" and time.monotonic() < deadline:
+                time.sleep(0.2)
+            stats = client.get("/stats").json()
+            assert stats["version"] == "commit-000002" and stats["documents"] == 4 and stats["reloads"] == 1
+            staff = client.post("/query", json={"question": "license", "where": {"acl": "staff"}}).json()
+            assert staff["passages"] and {p["doc_id"] for p in staff["passages"]} <= {docs[1]["id"], docs[3]["id"]}
+    finally:
+        stop(process)

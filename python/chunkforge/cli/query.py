@@ -93,10 +93,11 @@ def run(args: argparse.Namespace) -> str:
     """The ``query`` command; returns the summary line."""
     try:
         from ..index import CorruptIndexError, Index
+        from ..index.store import is_store
     except ImportError as exc:
         raise InputError(str(exc)) from exc
     try:
-        if (Path(args.index) / "commits.lance").is_dir():
+        if is_store(args.index):
             index: Any = Index.open(args.index)
         elif is_dataset(args.index):
             index = Index.from_dataset(args.index)

@@ -1,4 +1,4 @@
-"""``chunkforge serve INDEX``: the query service over a saved index (see ``docs/serve.md``)."""
+"""``chunkforge serve INDEX``: the query service over a saved index or a LanceDB store (see ``docs/serve.md``)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,14 @@ def add_parser(commands: Any) -> None:
     serve = commands.add_parser(
         "serve",
         help="serve an index over HTTP: /query, /search, /expand, hot reload",
-        description="Serve a saved index (loaded once per worker, switched to each new saved version "
-        "between requests): POST /query, /search, /expand; GET /health, /stats, /openapi.json.",
+        description="Serve a saved index or a LanceDB store (opened once per worker, switched to each new "
+        "saved version or store commit between requests): POST /query, /search, /expand; GET /health, /stats, /openapi.json.",
     )
-    serve.add_argument("index", metavar="INDEX", help="index folder (from `chunkforge index build` or Index.save)")
+    serve.add_argument(
+        "index",
+        metavar="INDEX",
+        help="index folder (from `chunkforge index build` or Index.save), or a LanceDB store (`embed-docs --index --lancedb`)",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, this machine only)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument("--workers", type=int, default=1, metavar="N", help="processes, each with the index (default 1)")
@@ -45,7 +49,7 @@ def run(args: argparse.Namespace) -> str:
     try:
         import uvicorn
 
-        from ..serve import SavedIndexSource, Settings, SourceError, create_app
+        from ..serve import Settings, SourceError, create_app, source_for
         from ..serve.app import SETTINGS_ENV, settings_environment
     except ImportError as exc:
         raise InputError(f'{exc}: pip install "chunkforge[serve]"') from exc
@@ -73,7 +77,7 @@ def run(args: argparse.Namespace) -> str:
         ).close()
     except OSError as exc:
         raise InputError(f"--host {args.host} --port {args.port}: cannot listen there ({exc.strerror or exc})") from exc
-    source = SavedIndexSource(args.index)
+    source = source_for(args.index)
     log_level = "info" if args.verbose else "warning"
     url = f"http://{args.host}:{args.port}"
     try:

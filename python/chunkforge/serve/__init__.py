@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .app import Settings, create_app
     from .client import ServedPassage, ServedPayload, ServiceClient, ServiceError
-    from .source import SavedIndex, SavedIndexSource, Servable, Source, SourceError
+    from .source import SavedIndex, SavedIndexSource, Servable, Source, SourceError, StoreSource, source_for
 
 _MODULES = {
     "Settings": ".app",
@@ -35,6 +35,8 @@ _MODULES = {
     "Servable": ".source",
     "Source": ".source",
     "SourceError": ".source",
+    "StoreSource": ".source",
+    "source_for": ".source",
 }
 
 
@@ -55,5 +57,7 @@ __all__ = [
     "Settings",
     "Source",
     "SourceError",
+    "StoreSource",
+    "source_for",
     "create_app",
 ]

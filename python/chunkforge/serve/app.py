@@ -36,7 +36,7 @@ from .models import (
     SearchResponse,
     StatsResponse,
 )
-from .source import SavedIndexSource, Servable, Source
+from .source import Servable, Source, source_for
 
 log = logging.getLogger("chunkforge.serve")
 T = TypeVar("T")
@@ -271,6 +271,7 @@ def _payload(version: str, payload: Payload) -> dict[str, Any]:
         "token_count": payload.token_count,
         "passages": [_passage(p) for p in payload.passages],
         "dropped": _hits(payload.dropped),
+        "metadata": {doc_id: dict(fields) for doc_id, fields in payload.metadata.items()},
     }
 
 
@@ -278,7 +279,7 @@ def app_from_environment() -> FastAPI:
     """The app of one worker process of ``chunkforge serve --workers N``: the index path
     and settings come in ``CHUNKFORGE_SERVE`` (JSON ``{"index": PATH, "settings": {...}}``)."""
     config = json.loads(os.environ[SETTINGS_ENV])
-    return create_app(SavedIndexSource(config["index"]), Settings(**config["settings"]))
+    return create_app(source_for(config["index"]), Settings(**config["settings"]))
 
 
 def settings_environment(index: str, settings: Settings) -> str:

@@ -33,11 +33,13 @@ class ServedPassage:
 
 @dataclass(frozen=True)
 class ServedPayload:
-    """Passages and the hits the budget left out, from the index ``version``."""
+    """Passages, the hits the budget left out and the passages' documents' metadata (by
+    ``doc_id``), from the index ``version``."""
 
     version: str
     passages: list[ServedPassage]
     dropped: list[Hit] = field(default_factory=list)
+    metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def token_count(self) -> int:
@@ -95,7 +97,9 @@ class ServiceClient:
             )
             for p in answer["passages"]
         ]
-        return ServedPayload(answer["version"], passages, [_hit(h) for h in answer["dropped"]])
+        return ServedPayload(
+            answer["version"], passages, [_hit(h) for h in answer["dropped"]], answer.get("metadata", {})
+        )
 
     def close(self) -> None:
         self._http.close()

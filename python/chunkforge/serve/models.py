@@ -25,10 +25,15 @@ MAX_ITEMS = 1000
 """The most hits, document ids, sources or headings in one request."""
 
 
-class Strict(BaseModel):
-    """A request body: unknown fields are an error (a misspelt option is not ignored)."""
+Scalar = str | int | float | bool | None
+"""A metadata value a filter names."""
 
-    model_config = ConfigDict(extra="forbid")
+
+class Strict(BaseModel):
+    """A request body: unknown fields are an error (a misspelt option is not ignored), and
+    values are not coerced (``true`` is not a number, ``"3"`` not a count)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class Filters(Strict):
@@ -41,8 +46,11 @@ class Filters(Strict):
         None, description="only sections whose heading path starts with these titles", max_length=MAX_ITEMS
     )
     hybrid: bool | None = Field(None, description="BM25 fused with the cosines (default: the index's setting)")
-    where: str | None = Field(
-        None, max_length=MAX_TEXT, description="a metadata filter, for indexes that take one (a store's SQL filter)"
+    where: dict[str, Scalar | list[Scalar]] | None = Field(
+        None,
+        max_length=MAX_ITEMS,
+        description="only documents whose metadata field has this value, or one of these values, for each field "
+        '(as `Index.search(where=...)`: {"acl": "public", "year": [2023, 2024]})',
     )
 
     def search_options(self) -> dict[str, Any]:
@@ -134,6 +142,9 @@ class PayloadResponse(BaseModel):
     token_count: int
     passages: list[PassageModel]
     dropped: list[HitModel]
+    metadata: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="each passage's document's metadata (its record's other fields), by doc_id"
+    )
 
 
 class HealthResponse(BaseModel):

@@ -4,6 +4,9 @@ version is the newest, so the service can switch when a new one appears.
 
 :class:`SavedIndexSource` serves a folder written by :meth:`Index.save
 <chunkforge.index.Index.save>`: its version is the folder ``CURRENT`` names.
+:class:`StoreSource` serves a LanceDB store of :func:`~chunkforge.index.store.write_store`
+(``embed-docs --index --lancedb``): its version is the store's latest commit.
+:func:`source_for` picks the one for a path.
 
 >>> source = SavedIndexSource("my-index")  # doctest: +SKIP
 >>> served = source.open(None)  # doctest: +SKIP
@@ -14,7 +17,7 @@ version is the newest, so the service can switch when a new one appears.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -22,6 +25,7 @@ from ..errors import ChunkforgeError
 
 if TYPE_CHECKING:
     from ..index import Hit, Index, Payload
+    from ..index.store import StoreIndex
 
 
 class Servable(Protocol):
@@ -54,9 +58,10 @@ class SourceError(ChunkforgeError):
 
 
 class SavedIndex:
-    """A loaded :class:`~chunkforge.index.Index` and the name of its version folder."""
+    """An opened index (an in-memory :class:`~chunkforge.index.Index`, or a
+    :class:`~chunkforge.index.store.StoreIndex` at one commit) and the name of its version."""
 
-    def __init__(self, index: Index, version: str) -> None:
+    def __init__(self, index: Index | StoreIndex, version: str) -> None:
         self.index = index
         self.version = version
 
@@ -68,9 +73,12 @@ class SavedIndex:
         doc_id: str | Collection[str] | None = None,
         source: str | Collection[str] | None = None,
         heading_prefix: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
         hybrid: bool | None = None,
     ) -> list[Hit]:
-        return self.index.search(query, k, doc_id=doc_id, source=source, heading_prefix=heading_prefix, hybrid=hybrid)
+        return self.index.search(
+            query, k, doc_id=doc_id, source=source, heading_prefix=heading_prefix, where=where, hybrid=hybrid
+        )
 
     def expand(self, hits: Iterable[Hit], **expansion: Any) -> Payload:
         return self.index.expand(hits, **expansion)
@@ -107,7 +115,7 @@ class SavedIndexSource:
         to it does not pay the loading."""
         from ..index import CorruptIndexError, Index
 
-        reused = previous.index if isinstance(previous, SavedIndex) else None
+        reused = previous.index if isinstance(previous, SavedIndex) and isinstance(previous.index, Index) else None
         error: Exception | None = None
         for _ in range(self.attempts):
             version = self.probe()
@@ -130,3 +138,57 @@ class SavedIndexSource:
                 index.search("warm up", k=1)
                 return SavedIndex(index, version)
         raise SourceError(f"cannot open the index at {self.path}: {error or 'it changed while being read'}")
+
+
+def commit_name(version: int) -> str:
+    """A store commit's version as the service names it.
+
+    >>> commit_name(12)
+    'commit-000012'
+    """
+    return f"commit-{version:06d}"
+
+
+class StoreSource:
+    """A LanceDB store written by :func:`~chunkforge.index.store.write_store`; each commit of an
+    update is a new version. Opening reads the trees and texts of the hit documents on demand,
+    so a worker's memory stays what the store's indexes need."""
+
+    def __init__(self, uri: str | os.PathLike[str]) -> None:
+        self.uri = os.fspath(uri)
+
+    def probe(self) -> str:
+        """The name of the store's latest commit."""
+        from ..index.store import latest_version
+
+        try:
+            version = latest_version(self.uri)
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise SourceError(f"cannot read the store at {self.uri}: {exc}") from exc
+        if version is None:
+            raise SourceError(f"{self.uri} is not a chunkforge store (no commit)")
+        return commit_name(version)
+
+    def open(self, previous: Servable | None) -> SavedIndex:
+        """Opens the latest commit, with ``previous``'s encoder when it is a store of the same
+        model, and warms it up (one search)."""
+        from ..index.store import StoreIndex
+
+        reused = previous.index if isinstance(previous, SavedIndex) else None
+        if not isinstance(reused, StoreIndex):
+            reused = None
+        try:
+            index = StoreIndex(self.uri, reused.encoder if reused is not None else None)
+            if reused is not None and index.model != reused.model:
+                index = StoreIndex(self.uri)
+            index.search("warm up", k=1)
+        except (FileNotFoundError, ImportError, OSError, ValueError) as exc:
+            raise SourceError(f"cannot open the store at {self.uri}: {exc}") from exc
+        return SavedIndex(index, commit_name(index.version))
+
+
+def source_for(path: str | os.PathLike[str]) -> SavedIndexSource | StoreSource:
+    """The source of a saved index folder, or of a LanceDB store (a folder with its commits table)."""
+    from ..index.store import is_store
+
+    return StoreSource(path) if is_store(path) else SavedIndexSource(path)
