@@ -406,3 +406,47 @@ def test_haystack_embedder_meta_fields_prefix_and_batch_size(encoder):
         ChunkforgeDocumentEmbedder(encoder, batch_size=0).run(docs)
     query = ChunkforgeTextEmbedder(encoder, prefix="query: ").run("Text number 1.")["embedding"]
     np.testing.assert_allclose(query, encoder.embed_query("query: Text number 1."), atol=1e-6)
+
+
+def test_llamaindex_expander_sends_big_after_a_vector_store_retriever(encoder):
+    """A LlamaIndex VectorStoreIndex of small chunkforge nodes retrieves; ChunkforgeExpander
+    turns its nodes into the passages Index.expand makes of the same spans, within the budget."""
+    pytest.importorskip("llama_index.core")
+    pytest.importorskip("hnswlib")
+    from llama_index.core import Document, VectorStoreIndex
+
+    from chunkforge.index import Index
+    from chunkforge.integrations.llamaindex import ChunkforgeEmbedding, ChunkforgeExpander, ChunkforgeNodeParser
+
+    docs = sorted((d for d in corpus() if 2000 < len(d["text"]) < 6000), key=lambda d: d["id"])[:4]
+    index = Index.build(docs, encoder)
+    nodes = ChunkforgeNodeParser(RecursiveChunker(max_tokens=48)).get_nodes_from_documents(
+        [Document(text=d["text"], id_=d["id"]) for d in docs]
+    )
+    store = VectorStoreIndex(nodes, embed_model=ChunkforgeEmbedding(encoder))
+    found = store.as_retriever(similarity_top_k=4).retrieve("how is the temperature read?")
+    expander = ChunkforgeExpander(index, expansion={"window": 2, "budget_tokens": 400})
+    passages = expander.postprocess_nodes(found)
+    spans = [(n.node.ref_doc_id, n.node.start_char_idx, n.node.end_char_idx, n.score) for n in found]
+    expected = index.expand(spans, window=2, budget_tokens=400)
+    assert [(p.node.metadata["doc_id"], p.node.start_char_idx, p.node.end_char_idx) for p in passages] == [
+        (p.doc_id, p.start, p.end) for p in expected.passages
+    ]
+    assert passages and sum(p.node.metadata["token_count"] for p in passages) <= 400
+    text = {d["id"]: d["text"] for d in docs}
+    for p in passages:
+        assert p.node.get_content() == text[p.node.metadata["doc_id"]][p.node.start_char_idx : p.node.end_char_idx]
+    # each retrieved span lies inside a passage unless the budget dropped it
+    covered = [
+        any(
+            p.node.metadata["doc_id"] == d and p.node.start_char_idx <= s and e <= p.node.end_char_idx for p in passages
+        )
+        for d, s, e, _ in spans
+    ]
+    assert sum(covered) >= 1 and len(covered) == len(found)
+    with pytest.raises(ValueError, match=r"nodes\[0\] has no ref_doc_id"):
+        from llama_index.core.schema import NodeWithScore, TextNode
+
+        expander.postprocess_nodes([NodeWithScore(node=TextNode(text="x"), score=1.0)])
+    with pytest.raises(TypeError, match="index must be a chunkforge Index"):
+        ChunkforgeExpander("http://127.0.0.1:8000")

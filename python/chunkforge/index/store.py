@@ -239,6 +239,18 @@ def is_store(path: str | os.PathLike[str]) -> bool:
     return (Path(path) / f"{COMMITS}.lance").is_dir()
 
 
+def table_names(db: Any) -> set[str]:
+    """The names of the tables of a LanceDB connection (every page)."""
+    names: set[str] = set()
+    token = None
+    while True:
+        page = db.list_tables(page_token=token)
+        names.update(page.tables)
+        token = page.page_token
+        if not token:
+            return names
+
+
 def latest_version(uri: str | os.PathLike[str]) -> int | None:
     """The version of the latest commit of the store at ``uri`` (None: no commit yet)."""
     commit = last_commit(_lancedb().connect(os.fspath(uri)))
@@ -247,7 +259,7 @@ def latest_version(uri: str | os.PathLike[str]) -> int | None:
 
 def last_commit(db: Any) -> dict[str, Any] | None:
     """The store's latest commit row (None for a new store)."""
-    if COMMITS not in db.table_names():
+    if COMMITS not in table_names(db):
         return None
     table = db.open_table(COMMITS).to_arrow()
     if table.num_rows == 0:
@@ -287,7 +299,7 @@ def write_store(
         raise InputError(f"the store {uri} was written with other settings or another model; give a new store")
     tables = {}
     for name in (LEAVES, PARENTS, DOCS):
-        if name in db.table_names():
+        if name in table_names(db):
             table = db.open_table(name)
             if commit is None or table.version != commit[name]:  # a killed update's rows, or an orphan table
                 if commit is None:
@@ -327,7 +339,7 @@ def write_store(
         "written": time.time(),
     }
     commits = (
-        db.open_table(COMMITS) if COMMITS in db.table_names() else db.create_table(COMMITS, schema=schemas[COMMITS])
+        db.open_table(COMMITS) if COMMITS in table_names(db) else db.create_table(COMMITS, schema=schemas[COMMITS])
     )
     commits.add(pa.Table.from_pylist([row], schema=schemas[COMMITS]))
     return version
@@ -337,15 +349,14 @@ def _index(tables: dict[str, Any], ann_min_rows: int, ann_partitions: int | None
     """The indexes: full text on the parents (rebuilt), label lists on the tags, B-trees on the
     docs' ids and the leaves' parents, and ``ann_index`` (cosine) on the leaves' vectors from
     ``ann_min_rows`` leaves; the other existing indexes take the new rows (``optimize``)."""
+    from lancedb import index as lancedb_index
+
     leaves, parents, docs = tables[LEAVES], tables[PARENTS], tables[DOCS]
     names = {t: {i.name for i in tables[t].list_indices()} for t in tables}
     if parents.count_rows():
         # the terms are the in-memory BM25's own (BM25.words), so its tokenizer only splits them;
         # built anew on every update, as an index that took rows in place scores by other statistics
-        parents.create_fts_index(
-            "terms",
-            replace=True,
-            use_tantivy=False,
+        terms_only = lancedb_index.FTS(
             base_tokenizer="whitespace",
             lower_case=False,
             stem=False,
@@ -353,19 +364,24 @@ def _index(tables: dict[str, Any], ann_min_rows: int, ann_partitions: int | None
             ascii_folding=False,
             max_token_length=None,
         )
+        parents.create_index("terms", replace=True, config=terms_only)
     if "tags_idx" not in names[PARENTS] and parents.count_rows():
-        parents.create_scalar_index("tags", index_type="LABEL_LIST")
+        parents.create_index("tags", config=lancedb_index.LabelList())
     if not names[DOCS] and docs.count_rows():
-        docs.create_scalar_index("doc_id", index_type="BTREE")
+        docs.create_index("doc_id", config=lancedb_index.BTree())
     rows = leaves.count_rows()
     has_ann = any("vector" in n for n in names[LEAVES])
     if "tags_idx" not in names[LEAVES] and rows:
-        leaves.create_scalar_index("tags", index_type="LABEL_LIST")
-        leaves.create_scalar_index("parent", index_type="BTREE")
+        leaves.create_index("tags", config=lancedb_index.LabelList())
+        leaves.create_index("parent", config=lancedb_index.BTree())
     if not has_ann and rows >= ann_min_rows:
         partitions = ann_partitions or max(int(np.sqrt(rows)), 1)
-        quantizer = {"num_sub_vectors": _sub_vectors(leaves)} if ann_index == "IVF_PQ" else {}
-        leaves.create_index(metric="cosine", index_type=ann_index, num_partitions=partitions, **quantizer)
+        config = (
+            lancedb_index.IvfPq(distance_type="cosine", num_partitions=partitions, num_sub_vectors=_sub_vectors(leaves))
+            if ann_index == "IVF_PQ"
+            else lancedb_index.HnswSq(distance_type="cosine", num_partitions=partitions)
+        )
+        leaves.create_index("vector", config=config)
     for table in tables.values():
         if table.count_rows():
             table.optimize()
@@ -625,7 +641,7 @@ class StoreIndex:
         search = search.nprobes(self.nprobes).refine_factor(self.refine_factor)
         if predicate:
             search = search.where(predicate, prefilter=True)
-        return _cosines(search.select(["doc_id", "leaf", "passage", "vector"]).to_arrow(), vector, {})
+        return _cosines(search.select(["doc_id", "leaf", "passage", "vector", "_distance"]).to_arrow(), vector, {})
 
     def _bm25(self, parents: Any, query: str, predicate: str | None) -> dict[tuple[str, int], float]:
         """``(doc_id, passage) -> BM25 score`` of the best parents (LanceDB's full-text index)."""
@@ -636,7 +652,7 @@ class StoreIndex:
         if predicate:
             search = search.where(predicate, prefilter=True)
         try:
-            rows = search.select(["doc_id", "passage"]).to_arrow().to_pydict()
+            rows = search.select(["doc_id", "passage", "_score"]).to_arrow().to_pydict()
         except (ValueError, RuntimeError):  # no term of the query is indexed
             return {}
         return {(d, int(p)): float(s) for d, p, s in zip(rows["doc_id"], rows["passage"], rows["_score"])}

@@ -12,6 +12,9 @@ After::
     parser = ChunkforgeNodeParser(RecursiveChunker(max_tokens=256, overlap=32))
     parser = ChunkforgeNodeParser(HierarchicalChunker(levels=(2048, 512, 128)))  # PARENT/CHILD relationships
     embed_model = ChunkforgeEmbedding()                                        # Encoder.default()
+
+Retrieval: ``ChunkforgeRetriever`` (chunkforge's packed passages, served or in process) and
+``ChunkforgeExpander`` (a node postprocessor expanding any retriever's nodes on an ``Index``).
 """
 
 from __future__ import annotations
@@ -219,15 +222,69 @@ class ChunkforgeRetriever(BaseRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         from ..serve.client import retrieve
 
-        nodes = []
-        for text, meta in retrieve(self.index, query_bundle.query_str, self.k, self.expansion):
-            node = TextNode(
+        return passage_nodes(retrieve(self.index, query_bundle.query_str, self.k, self.expansion))
+
+
+def passage_nodes(records: list[tuple[str, dict[str, Any]]]) -> list[NodeWithScore]:
+    """One scored ``TextNode`` per passage (text and metadata of :func:`~chunkforge.serve.client.passage_records`)."""
+    return [
+        NodeWithScore(
+            node=TextNode(
                 text=text,
                 metadata=meta,
                 start_char_idx=meta["start"],
                 end_char_idx=meta["end"],
                 excluded_embed_metadata_keys=list(PASSAGE_KEYS),
                 excluded_llm_metadata_keys=list(PASSAGE_KEYS),
-            )
-            nodes.append(NodeWithScore(node=node, score=meta["score"]))
-        return nodes
+            ),
+            score=meta["score"],
+        )
+        for text, meta in records
+    ]
+
+
+from llama_index.core.postprocessor.types import BaseNodePostprocessor  # noqa: E402
+
+
+class ChunkforgeExpander(BaseNodePostprocessor):
+    """ "Index small, send big" after any LlamaIndex retriever: the retrieved nodes (their
+    ``ref_doc_id`` and exact ``start_char_idx``/``end_char_idx``, as
+    :class:`ChunkforgeNodeParser` sets them; the score, 1.0 when it has none) become spans of
+    an in-process :class:`~chunkforge.index.Index` (or a store's ``Index.open``) holding the
+    same documents under the same ids, expanded by :meth:`Index.expand
+    <chunkforge.index.Index.expand>` with ``expansion`` (``budget_tokens``, ``window``,
+    ``parent``, ...) into passage nodes as :class:`ChunkforgeRetriever` returns them.
+
+    >>> expander = ChunkforgeExpander(index, expansion={"window": 2, "budget_tokens": 800})  # doctest: +SKIP
+    >>> expander.postprocess_nodes(vector_retriever.retrieve("how do I install it?"))  # doctest: +SKIP
+    """
+
+    _index: Any = PrivateAttr()
+    _expansion: dict[str, Any] = PrivateAttr()
+
+    def __init__(self, index: Any, expansion: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if not callable(getattr(index, "expand", None)):
+            raise TypeError(f"index must be a chunkforge Index (or Index.open's store), not {type(index).__name__}")
+        self._index = index
+        self._expansion = dict(expansion or {})
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ChunkforgeExpander"
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        from ..serve.client import passage_records
+
+        spans = []
+        for i, scored in enumerate(nodes):
+            node = scored.node
+            start, end = getattr(node, "start_char_idx", None), getattr(node, "end_char_idx", None)
+            if node.ref_doc_id is None or start is None or end is None:
+                raise ValueError(f"nodes[{i}] has no ref_doc_id or no start_char_idx/end_char_idx to expand")
+            spans.append((node.ref_doc_id, start, end, 1.0 if scored.score is None else float(scored.score)))
+        if not spans:
+            return []
+        return passage_nodes(passage_records(self._index.expand(spans, **self._expansion)))

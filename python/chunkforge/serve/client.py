@@ -115,7 +115,11 @@ def retrieve(index: Any, question: str, k: int | None, expansion: dict[str, Any]
     ``doc_id``, ``start``, ``end`` (offsets into the document's text), ``token_count``,
     ``score``, ``heading_path``, ``hit_ids`` (the stable ids of the leaves it covers) and,
     when served, the index ``version``."""
-    payload = index.query(question, **({} if k is None else {"k": k}), **expansion)
+    return passage_records(index.query(question, **({} if k is None else {"k": k}), **expansion))
+
+
+def passage_records(payload: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The text and metadata of each passage of a payload (see :func:`retrieve`)."""
     version = getattr(payload, "version", None)
     out = []
     for p in payload.passages:
