@@ -3,7 +3,7 @@
 Both sides chunk the same documents with the same chunker and embed with the same
 encoder (all-MiniLM-L6-v2, optimized graph, 2 intra-op threads): *plain* embeds
 each chunk's text alone (``Encoder.embed``, token-budget batching), *late* runs
-``LateChunker.chunk_batch`` (macro windows of 256 tokens, ``window_overlap``
+``LateChunker.chunk_batch`` (segments of 256 tokens, ``segment_overlap``
 shared). Rounds alternate between the two; the best round of each is reported,
 with the tokens each side sent through the model (special tokens included).
 
@@ -29,7 +29,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=0, help="first N documents (0: all 156)")
     parser.add_argument("--max-tokens", type=int, default=128)
-    parser.add_argument("--window-overlap", type=int, default=32)
+    parser.add_argument("--segment-overlap", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -38,7 +38,7 @@ def main() -> None:
     docs = docs[: args.docs or None]
     enc = Encoder.default(intra_op_threads=2)
     chunker = RecursiveChunker(enc.tokenizer, max_tokens=args.max_tokens)
-    late = LateChunker(chunker, enc, segment_overlap=args.window_overlap)
+    late = LateChunker(chunker, enc, segment_overlap=args.segment_overlap)
 
     def plain() -> int:
         chunks = chunker.chunk_batch(docs)
@@ -67,7 +67,7 @@ def main() -> None:
         "chunks": n_chunks,
         "doc_tokens": doc_tokens,
         "max_tokens": args.max_tokens,
-        "window_overlap": args.window_overlap,
+        "segment_overlap": args.segment_overlap,
         "plain_s": round(best["plain"], 2),
         "late_s": round(best["late"], 2),
         "plain_docs_per_s": round(len(docs) / best["plain"], 2),

@@ -1,5 +1,5 @@
-"""The public surface: one Chunker protocol, keyword-only parameters (old positional
-calls deprecated), one error base, chunks that score directly, deprecated spellings."""
+"""The public surface: one Chunker protocol, keyword-only parameters after ``max_tokens``,
+one error base, chunks that score directly."""
 
 from __future__ import annotations
 
@@ -65,18 +65,12 @@ def test_semantic_chunker_satisfies_the_protocol():
         (SentenceChunker, (None, 64, 1), {"overlap_sentences": 1}),
     ],
 )
-def test_positional_parameters_after_max_tokens_are_deprecated(make, positional, keywords):
-    with pytest.warns(DeprecationWarning, match="by keyword"):
-        old = make(*positional)
-    assert repr(old) == repr(make(*positional[:2], **keywords))
+def test_parameters_after_max_tokens_are_keyword_only(make, positional, keywords):
+    with pytest.raises(TypeError, match="positional argument"):
+        make(*positional)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        make(*positional[:2], **keywords)  # the new spelling does not warn
-
-
-def test_positional_and_keyword_for_the_same_parameter_is_an_error():
-    with pytest.raises(TypeError, match="multiple values"):
-        MarkdownChunker(None, 256, 32, min_tokens=8)
+        make(*positional[:2], **keywords)
 
 
 def test_one_error_base():
@@ -97,17 +91,3 @@ def test_chunks_score_directly_with_their_doc_id():
     from_chunks = score([query], [chunks], measure)
     from_spans = score([query], [[Span("a", c.start, c.end) for c in chunks]], measure)
     assert from_chunks.recall.tolist() == from_spans.recall.tolist() == [1.0]
-
-
-@pytest.mark.parametrize(
-    "argv", [["query", "INDEX", "q"], ["eval", "--corpus", "c", "--queries", "q", "--config", "t"]]
-)
-def test_old_budget_flag_is_a_hidden_deprecated_alias(argv, capsys):
-    from chunkforge.cli import build_parser
-
-    parser = build_parser()
-    assert parser.parse_args([*argv, "--budget-tokens", "50"]).budget_tokens == 50
-    assert parser.parse_args([*argv, "--budget", "60"]).budget_tokens == 60
-    assert "--budget is deprecated, use --budget-tokens" in capsys.readouterr().err
-    sub = parser._subparsers._group_actions[0].choices[argv[0]]  # noqa: SLF001
-    assert "--budget " not in sub.format_help() and "--budget-tokens" in sub.format_help()

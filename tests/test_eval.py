@@ -194,8 +194,8 @@ def test_budget_cut_stop_and_skip():
     assert ev.budget_cut([400, 601, 10], 1000, "stop") == [0]
     assert ev.budget_cut([400, 601, 10], 1000) == [0, 2]  # "skip" is the default, as in Index.expand
     assert ev.budget_cut([1200], 1000) == []
-    with pytest.warns(DeprecationWarning, match="budget_tokens"):
-        assert ev.budget_cut([400, 601, 10], budget=1000, pack="stop") == [0]
+    with pytest.raises(TypeError, match="budget"):  # the 0.1 spelling budget= is gone
+        ev.budget_cut([400, 601, 10], budget=1000, pack="stop")  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="pack"):
         ev.budget_cut([1], 1, "fill")
 
@@ -394,8 +394,7 @@ def test_evaluate_with_a_registered_representation(encoder, tmp_path):
     assert seen["chunks"] == r.chunks
     assert all(len(x) >= 3 for x in r.ranked) and set(r.at_k.n.tolist()) == {3}
     assert (r.at_budget.context <= 300).all()
-    with pytest.warns(DeprecationWarning, match="budget_tokens"):  # the old spelling still works
-        plain = ev.evaluate(corpus, queries, chunker, encoder, k=3, budget=300, cache=cache)
+    plain = ev.evaluate(corpus, queries, chunker, encoder, k=3, budget_tokens=300, cache=cache)
     assert cache.reused >= r.chunks  # the same texts were not embedded twice
     assert np.allclose(plain.at_k.recall, r.at_k.recall)
     assert r.at_k.summary()["recall"]["mean"] > 0.5

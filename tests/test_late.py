@@ -138,14 +138,10 @@ def test_bad_arguments(encoder: Encoder) -> None:
         late.embed_chunks_batch(["a", "b"], [[(0, 1)]])
 
 
-def test_late_window_names_are_deprecated_aliases(encoder):
-    with pytest.warns(DeprecationWarning, match="segment_overlap"):
-        late = LateChunker(None, encoder, window_overlap=16)
-    assert late.segment_overlap == 16
-    with pytest.warns(DeprecationWarning, match="segment_tokens"):
-        assert late.window == late.segment_tokens
-    with pytest.warns(DeprecationWarning, match="segment_overlap"):
-        assert late.window_overlap == 16
+def test_late_window_names_are_gone(encoder):
+    """The "window" names of 0.1 are gone: one name per idea (segments)."""
+    with pytest.raises(TypeError, match="window_overlap"):
+        LateChunker(None, encoder, window_overlap=16)  # type: ignore[call-arg]
+    late = LateChunker(None, encoder, segment_overlap=16)
     tokens = late.token_vectors(["One. Two."])[0]
-    with pytest.warns(DeprecationWarning, match="segments"):
-        assert tokens.windows is tokens.segments
+    assert not any(hasattr(late, n) for n in ("window", "window_overlap")) and not hasattr(tokens, "windows")

@@ -25,8 +25,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from . import _native
-from ._compat import deprecated as _deprecated
-from ._compat import renamed
 from .chunk import Chunk, Chunks
 from .chunkers._base import check_int, rebuild
 from .tokenizer import _as_list
@@ -45,24 +43,12 @@ class LateTokens(NamedTuple):
     them: ``vectors`` float32 ``(t, d)``, char ``offsets`` int64 ``(t, 2)``,
     ``segments`` int64 ``(w, 2)`` token ranges ``[start, end)`` of the segments the
     document was encoded in, and ``segment`` int64 ``(t,)``: the segment each token's
-    vector was taken from. (``windows``/``window``: their deprecated names.)"""
+    vector was taken from."""
 
     vectors: np.ndarray
     offsets: np.ndarray
     segments: np.ndarray
     segment: np.ndarray
-
-    @property
-    def windows(self) -> np.ndarray:
-        """Deprecated: :attr:`segments`."""
-        _deprecated("LateTokens.windows", "LateTokens.segments")
-        return self.segments
-
-    @property
-    def window(self) -> np.ndarray:
-        """Deprecated: :attr:`segment`."""
-        _deprecated("LateTokens.window", "LateTokens.segment")
-        return self.segment
 
 
 class LateChunks(NamedTuple):
@@ -84,7 +70,7 @@ class LateChunks(NamedTuple):
 class LateChunker:
     """Chunks with ``chunker`` and embeds the chunks by late chunking with ``encoder``.
 
-    ``segment_overlap`` (formerly ``window_overlap``): tokens shared by neighbouring
+    ``segment_overlap``: tokens shared by neighbouring
     segments of a document longer than ``segment_tokens`` (the encoder's ``max_length``
     minus ``[CLS]``/``[SEP]``); each token then has at least ``segment_overlap / 2`` tokens of context on both
     sides. Vectors are the mean of the chunk's token vectors (special tokens
@@ -98,11 +84,7 @@ class LateChunker:
     (2, 384)
     """
 
-    def __init__(self, chunker: Any, encoder: Encoder, segment_overlap: int = 32, **deprecated: Any) -> None:
-        renamed("LateChunker", deprecated, "window_overlap", "segment_overlap")
-        segment_overlap = deprecated.pop("segment_overlap", segment_overlap)
-        if deprecated:
-            raise TypeError(f"LateChunker() got an unexpected keyword argument {next(iter(deprecated))!r}")
+    def __init__(self, chunker: Any, encoder: Encoder, segment_overlap: int = 32) -> None:
         if chunker is not None and not callable(getattr(chunker, "chunk", None)):
             raise TypeError(f"chunker must have a chunk(text) method (or be None), not {type(chunker).__name__}")
         if not callable(getattr(encoder, "token_embeddings", None)):
@@ -120,18 +102,6 @@ class LateChunker:
         prefix, suffix = encoder.tokenizer.special_tokens
         self._prefix = np.array(prefix, np.int64)
         self._suffix = np.array(suffix, np.int64)
-
-    @property
-    def window(self) -> int:
-        """Deprecated: :attr:`segment_tokens`."""
-        _deprecated("LateChunker.window", "LateChunker.segment_tokens")
-        return self.segment_tokens
-
-    @property
-    def window_overlap(self) -> int:
-        """Deprecated: :attr:`segment_overlap`."""
-        _deprecated("LateChunker.window_overlap", "LateChunker.segment_overlap")
-        return self.segment_overlap
 
     def segments(self, n_tokens: int) -> tuple[np.ndarray, np.ndarray]:
         """``(starts, owner)`` of a document of ``n_tokens`` content tokens: each segment's

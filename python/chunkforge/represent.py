@@ -26,7 +26,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ._compat import keyword_only
 from .chunk import Chunk, ChunkBatch, Chunks
 from .chunkers._base import BatchSpans, Spans, batch_spans_of, check_int, rebuild, spans_of
 from .tokenizer import _as_list
@@ -119,7 +118,6 @@ class ContextAwareChunker:
     True
     """
 
-    @keyword_only("reserve_tokens", "template")
     def __init__(
         self,
         chunker: Any,

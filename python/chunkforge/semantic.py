@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _native
-from ._compat import keyword_only
 from .chunk import Chunk, ChunkBatch, Chunks
 from .chunkers._base import (
     BatchSpans,
@@ -73,7 +72,6 @@ class SemanticChunker:
     True
     """
 
-    @keyword_only("min_tokens", "threshold", "window")
     def __init__(
         self,
         encoder: Encoder,

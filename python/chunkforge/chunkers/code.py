@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._compat import keyword_only
 from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import _as_list, check_threads
 from ._base import BaseChunker, BatchSpans, Spans
@@ -198,7 +197,6 @@ class CodeChunker(BaseChunker):
     ('Greeter', 'bye') 'class Greeter:' "def bye(self):\\n        return 'bye'"
     """
 
-    @keyword_only("include_imports")
     def __init__(
         self,
         tokenizer: Any = None,

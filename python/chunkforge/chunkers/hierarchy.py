@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .. import _native
-from .._compat import keyword_only
 from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import _as_list, as_tokenizer
 from ._base import BatchSpans, Spans, batch_spans_of, check_int, rebuild, spans_of
@@ -45,7 +44,6 @@ class HierarchicalChunker:
     True
     """
 
-    @keyword_only("base")
     def __init__(
         self,
         tokenizer: Any = None,

@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from .. import _native
-from .._compat import keyword_only
 from .._io import SYNTAXES, syntax_for_path, syntax_named  # noqa: F401  (syntax_for_path: the one rule, re-exported)
 from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import _as_list, check_threads
@@ -36,7 +35,6 @@ class MarkdownChunker(BaseChunker):
     [(('Guide',), '# Guide\\n\\nIntro text.'), (('Guide', 'Install'), '## Install\\n\\nRun pip.')]
     """
 
-    @keyword_only("min_tokens", "overlap", "syntax")
     def __init__(
         self,
         tokenizer: Any = None,

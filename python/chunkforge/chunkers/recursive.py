@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import _native
-from .._compat import keyword_only
 from ._base import BaseChunker, check_min_tokens
 
 
@@ -29,7 +28,6 @@ class RecursiveChunker(BaseChunker):
     ['Intro line.', 'A second paragraph,', 'longer than the first one.']
     """
 
-    @keyword_only("overlap", "separators", "min_tokens")
     def __init__(
         self,
         tokenizer: Any = None,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _native
-from .._compat import keyword_only
 from ._base import BaseChunker, check_int
 
 
@@ -22,7 +21,6 @@ class SentenceChunker(BaseChunker):
     ['Dr. Smith arrived. He sat down.', 'Then he left.']
     """
 
-    @keyword_only("overlap_sentences")
     def __init__(self, tokenizer: Any = None, max_tokens: int | None = None, *, overlap_sentences: int = 0) -> None:
         super().__init__(tokenizer, max_tokens, 0)
         self.overlap_sentences = check_int("overlap_sentences", overlap_sentences, 0)

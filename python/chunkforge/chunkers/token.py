@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _native
-from .._compat import keyword_only
 from ._base import BaseChunker
 
 
@@ -19,7 +18,6 @@ class TokenChunker(BaseChunker):
     ['one two three', 'four five']
     """
 
-    @keyword_only("overlap")
     def __init__(self, tokenizer: Any = None, max_tokens: int | None = None, *, overlap: int = 0) -> None:
         super().__init__(tokenizer, max_tokens, overlap)
         self._native = _native.Chunker(self.tokenizer._native, "token", self.max_tokens, self.overlap)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import sys
@@ -43,22 +42,3 @@ def load_index_encoder(index: Any) -> None:
         _ = index.encoder
     except (ImportError, OSError, ValueError) as exc:
         raise InputError(f"cannot load the index's encoder: {exc}") from exc
-
-
-class DeprecatedFlag(argparse.Action):
-    """A flag's old spelling, kept one release: hidden from ``--help``, it stores into the
-    new flag's ``dest`` and says on stderr which flag to use instead."""
-
-    def __init__(self, option_strings: list[str], dest: str, new: str = "", **kwargs: Any) -> None:
-        self.new = new
-        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        print(f"chunkforge: warning: {option_string} is deprecated, use {self.new}", file=sys.stderr)
-        setattr(namespace, self.dest, values)

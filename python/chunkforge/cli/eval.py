@@ -25,7 +25,6 @@ from ..eval import (
     plot,
     report,
 )
-from ._common import DeprecatedFlag
 
 if TYPE_CHECKING:
     from ..encoder import Encoder
@@ -63,7 +62,6 @@ def add_parser(commands: Any) -> None:
         metavar="TOKENS",
         help="context budget in tokens, chunks taken in rank order (default 1000; 0: off)",
     )
-    p.add_argument("--budget", type=int, dest="budget_tokens", action=DeprecatedFlag, new="--budget-tokens")
     p.add_argument(
         "--pack",
         choices=("skip", "stop"),

@@ -11,7 +11,7 @@ from typing import Any
 from .._io import MANIFEST
 from .._recommended import RECOMMENDED
 from ..errors import InputError
-from ._common import DeprecatedFlag, load_index_encoder
+from ._common import load_index_encoder
 
 
 def add_parser(commands: Any) -> None:
@@ -54,7 +54,6 @@ def add_parser(commands: Any) -> None:
         metavar="TOKENS",
         help=f"token budget of the payload (default {RECOMMENDED['budget_tokens']}; 0: no budget)",
     )
-    query.add_argument("--budget", type=int, dest="budget_tokens", action=DeprecatedFlag, new="--budget-tokens")
     query.add_argument("--order", choices=("score", "document"), default="score", help="passage order")
     query.add_argument("--pack", choices=("skip", "stop"), default="skip", help="a passage over the budget")
     query.add_argument("--trim", action="store_true", help="trim the first passage over the budget to sentences")

@@ -13,11 +13,10 @@ import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._compat import renamed
 from .._search import EXACT_MAX, VectorSearch  # noqa: F401  (re-exported: chunkforge.eval.VectorSearch)
 from ..errors import DatasetError
 
@@ -25,23 +24,14 @@ if TYPE_CHECKING:
     from ..encoder import Encoder
 
 
-def budget_cut(
-    token_counts: Sequence[int], budget_tokens: int | None = None, pack: str = "skip", **deprecated: Any
-) -> list[int]:
+def budget_cut(token_counts: Sequence[int], budget_tokens: int, pack: str = "skip") -> list[int]:
     """Positions of the ranked chunks that fit a context of ``budget_tokens`` tokens:
     ``pack="skip"`` (the default, as in ``Index.expand``) skips a chunk that does not fit
-    and lets smaller later ones fill the budget, ``"stop"`` stops at it. (``budget=`` is
-    the deprecated spelling of ``budget_tokens=``; before 0.2 the default was ``"stop"``.)
+    and lets smaller later ones fill the budget, ``"stop"`` stops at it.
 
     >>> budget_cut([400, 700, 300, 50], 1000), budget_cut([400, 700, 300, 50], 1000, "stop")
     ([0, 2, 3], [0])
     """
-    renamed("budget_cut()", deprecated, "budget", "budget_tokens")
-    budget_tokens = deprecated.pop("budget_tokens", budget_tokens)
-    if deprecated:
-        raise TypeError(f"budget_cut() got an unexpected keyword argument {next(iter(deprecated))!r}")
-    if budget_tokens is None:
-        raise TypeError("budget_cut() missing the argument budget_tokens")
     budget = budget_tokens
     if pack not in ("stop", "skip"):
         raise ValueError(f"pack must be 'stop' or 'skip', not {pack!r}")

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._compat import renamed
 from .._search import EXACT_MAX, VectorSearch
 from ..chunkers._base import check_int
 from .configs import REPRESENTATIONS, Representation, _lookup
@@ -54,7 +53,6 @@ def evaluate(
     cache: EmbeddingCache | None = None,
     exact_max: int = EXACT_MAX,
     name: str = "config",
-    **deprecated: Any,
 ) -> Result:
     """Chunks ``corpus`` with ``chunker`` (anything with ``chunk_batch``), embeds the chunks
     through ``representation`` with ``encoder`` (cached when ``cache`` is given), retrieves for
@@ -67,10 +65,7 @@ def evaluate(
     >>> r.at_k.summary()["recall"]["mean"]  # doctest: +SKIP
     0.7...
     """
-    renamed("evaluate()", deprecated, "budget", "budget_tokens")
-    budget = deprecated.pop("budget_tokens", budget_tokens)
-    if deprecated:
-        raise TypeError(f"evaluate() got an unexpected keyword argument {next(iter(deprecated))!r}")
+    budget = budget_tokens
     try:
         check_int("k", k, 1)
         if budget is not None:

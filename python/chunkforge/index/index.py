@@ -809,9 +809,8 @@ class Index:
         tokenizer = Tokenizer.from_file(folder / "tokenizer.json")
         if encoder is not None and encoder.dim != manifest["dim"]:
             raise ValueError(f"encoder has dim {encoder.dim}, the index at {root} was built with {manifest['dim']}")
-        settings = {k: v for k, v in manifest["settings"].items() if k != "rrf_k"}  # rank fusion before 0.2
         try:
-            index = cls(encoder, **settings)
+            index = cls(encoder, **manifest["settings"])
         except (TypeError, ValueError) as exc:
             raise CorruptIndexError(f"corrupt index: {manifest_file}: bad settings ({exc})") from exc
         index.tokenizer = tokenizer
@@ -888,10 +887,8 @@ class Index:
                 or (len(labels) and labels.max() >= len(index._scales))
             ):
                 raise CorruptIndexError(f"corrupt index: {folder / 'quantized.npy'} does not match the index")
-        else:  # saved before 0.2: requantize the graph's vectors
-            for at in range(0, len(labels), 4096):
-                part = labels[at : at + 4096]
-                index._keep_vectors(part, index._graph.vectors(part))  # type: ignore[union-attr]
+        elif len(labels):
+            raise CorruptIndexError(f"corrupt index: {folder} has leaves but no quantized.npy and scales.npy")
         return index
 
     @classmethod
