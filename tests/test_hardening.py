@@ -182,12 +182,12 @@ def test_single_characters_over_the_limit(make, kind):
     ]
 
 
-def test_readme_states_the_most_tokens_of_one_character():
-    """The README's figures: the most tokens one code point encodes to, over all of Unicode."""
+def test_the_manual_states_the_most_tokens_of_one_character():
+    """The chunking manual's figures: the most tokens one code point encodes to, over all of Unicode."""
     chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
     most = {kind: int(cf_tokenizer(kind).count_batch(chars).max()) for kind in ("wordpiece", "bpe")}
     assert most == {"wordpiece": 3, "bpe": 4}
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "chunking.md").read_text(encoding="utf-8")
     assert "up to 3 tokens with the default WordPiece tokenizer" in readme
     assert "up to 4 with byte-level BPE" in readme
 
