@@ -183,3 +183,31 @@ def test_encode_query_and_document_use_the_models_prompts(tmp_path, enc):
     assert model.similarity_fn_name == "euclidean"
     np.testing.assert_allclose(model.similarity(a, b)[:, 0], -np.linalg.norm(a - b[0], axis=1), atol=1e-5)
     assert model.similarity(a, b)[0, 0] > model.similarity(a, b)[1, 0]  # the cat passage is nearer
+
+
+def test_the_openvino_runtime_sends_no_usage_statistics(tmp_path):
+    """`import openvino` starts its converter's telemetry client, which, where the user never
+    answered (no consent file in a fresh home), forks a process to send usage statistics;
+    chunkforge's OpenVINO runtime imports it with the statistics declined: no fork, no send."""
+    pytest.importorskip("openvino")
+    import subprocess
+    import sys
+
+    import chunkforge
+
+    code = (
+        "import os, time\n"
+        "forks = []\n"
+        "real = os.fork\n"
+        "os.fork = lambda: forks.append(1) or real()\n"
+        "import chunkforge._openvino\n"
+        "import openvino_telemetry\n"
+        "time.sleep(1.0)\n"
+        "print(len(forks), openvino_telemetry.Telemetry().consent, 'CI' in os.environ)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "TF_BUILD", "JENKINS_URL")}
+    env.update(HOME=str(tmp_path), PYTHONPATH=str(Path(chunkforge.__file__).parents[1]))
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["0", "False", "False"]
+    assert not (tmp_path / "intel").exists()  # no client id written into the user's home

@@ -15,12 +15,30 @@ depends on its batch mates (``benches/results/embed-cpu.md``).
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Literal
 
 import numpy as np
 
+
+def _without_telemetry() -> None:
+    """Declines OpenVINO's usage statistics for this process, by their own rule for CI, while
+    ``openvino`` is imported: its model converter starts a client there that, where the user
+    never answered (no consent file), sends from a forked process: network traffic from a
+    library's user, and a fork inside a threaded program (lancedb warns of deadlocks)."""
+    if "CI" in os.environ:
+        import openvino  # noqa: F401
+        return
+    os.environ["CI"] = "true"
+    try:
+        import openvino  # noqa: F401
+    finally:
+        del os.environ["CI"]
+
+
 try:
+    _without_telemetry()
     import openvino as ov
 except ImportError as exc:
     raise ImportError('the OpenVINO runtime needs openvino (pip install "chunkforge[openvino]")') from exc
