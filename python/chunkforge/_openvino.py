@@ -29,6 +29,7 @@ def _without_telemetry() -> None:
     library's user, and a fork inside a threaded program (lancedb warns of deadlocks)."""
     if "CI" in os.environ:
         import openvino  # noqa: F401
+
         return
     os.environ["CI"] = "true"
     try:
