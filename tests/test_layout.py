@@ -142,3 +142,32 @@ def test_each_module_imports_alone(name):
         # the package this run tests (the installed one, or the source tree with its built extension)
         env={**os.environ, "PYTHONPATH": str(Path(chunkforge.__file__).parents[1])},
     )
+
+
+def test_the_native_stubs_state_what_the_binding_does():
+    """``_native.pyi`` lists exactly the binding's names, and the units its docstrings state are
+    the binding's: ``len(SpanCounter)`` is code points, not tokens; ``max_threads`` is 4 x the
+    cores (the most accepted), not the default."""
+    from chunkforge import _native
+
+    stub = ast.parse((PACKAGE / "_native.pyi").read_text(encoding="utf-8"))
+    listed = next(
+        ast.literal_eval(node.value)
+        for node in stub.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets)
+    )
+    assert sorted(listed) == sorted(n for n in dir(_native) if not n.startswith("_"))
+    docs = {
+        f"{c.name}.{f.name}" if isinstance(c, ast.ClassDef) else c.name: ast.get_docstring(f)
+        for c in stub.body
+        if isinstance(c, (ast.ClassDef, ast.FunctionDef))
+        for f in (c.body if isinstance(c, ast.ClassDef) else [c])
+        if isinstance(f, ast.FunctionDef)
+    }
+    text = "naïve café, 東京 🙂"
+    counter = _native.SpanCounter(chunkforge.Tokenizer.default()._native, text)
+    assert "code points" in docs["SpanCounter.__len__"] and len(counter) == len(text)
+    assert len(counter) != counter.count(0, len(text))
+    assert "4 x the cores" in docs["max_threads"] and _native.max_threads() % 4 == 0
+    with pytest.raises(ValueError, match="threads"):
+        chunkforge.Tokenizer.default().count_batch(["a"], threads=_native.max_threads() + 1)

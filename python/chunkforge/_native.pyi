@@ -3,7 +3,7 @@
 Private: only :mod:`chunkforge.tokenizer` and the classes that own a native object
 (the chunkers, :class:`~chunkforge.index.Index`, the encoder's tokenizer) call it.
 Offsets are code points of the Python ``str`` unless said otherwise; ``threads=None``
-means all cores (:func:`max_threads`); the GIL is released around native work.
+means all cores (and at most :func:`max_threads`); the GIL is released around native work.
 """
 
 from collections.abc import Iterable, Sequence
@@ -23,6 +23,20 @@ Order = Literal["score", "document"]
 """Payload order: best passage first, or grouped by document in text order."""
 Pack = Literal["skip", "stop"]
 """What packing does with a passage that does not fit the budget."""
+__all__ = [
+    "Chunker",
+    "DocTree",
+    "Expander",
+    "SpanCounter",
+    "Tokenizer",
+    "late_pool",
+    "late_windows",
+    "max_threads",
+    "node_id",
+    "span_overlaps",
+    "split_sentences",
+]
+
 _Ints = npt.NDArray[np.int64]
 _Ids = npt.NDArray[np.uint32]
 _SpanColumns = tuple[_Ints, _Ints, _Ints, _Ints]
@@ -101,10 +115,10 @@ class SpanCounter:
     def count_many(self, starts: list[int], ends: list[int]) -> list[int]:
         """:meth:`count` of many spans."""
     def __len__(self) -> int:
-        """Tokens of the whole text."""
+        """The length of the text in code points (its ``len``), the end of its last span."""
 
 def max_threads() -> int:
-    """The cores native code uses by default."""
+    """The largest ``threads`` value accepted: 4 x the cores (``threads=None`` uses the cores)."""
 
 def node_id(doc_id: str, start: int, end: int, level: int) -> str:
     """The stable id of a tree node: the 8-byte BLAKE2b digest, in hex, of
