@@ -1,6 +1,8 @@
 """GPU check of the bulk job (issue 11): real tokens/s of the whole job (read, chunk, tokenize,
 embed, write shards) against ``Encoder.embed`` alone on the same chunks, chunked beforehand.
 Target: >= 0.9 (chunking and I/O hidden behind the GPU). Needs onnxruntime-gpu and a CUDA device.
+On the CPU (``--variant auto``: what ``Encoder.default()`` picks) the same comparison gives the
+job's share of the encoder's speed there (target: within 5%).
 
     PYTHONPATH=python python3 benches/gpu_pipeline.py --limit-mb 35 --variant fp16 --out benches/results/gpu-pipeline.json
 
@@ -26,7 +28,7 @@ from bulk_bench import corpus_slice  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit-mb", type=float, default=35.0, help="MB of the corpus (default: all of it)")
-    parser.add_argument("--variant", default="fp16", choices=("optimized", "fp32", "fp16"))
+    parser.add_argument("--variant", default="fp16", choices=("auto", "optimized", "fp32", "fp16", "bf16", "int8"))
     parser.add_argument("--max-batch-tokens", type=int, default=None, help="default: the encoder's GPU default")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds; the best of each is kept")
     parser.add_argument("--out", help="write the figures as JSON here")
