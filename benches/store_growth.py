@@ -153,8 +153,13 @@ def main() -> None:
                 row["memory"] = measure(root, "memory")
             rows.append(row)
             print(json.dumps(row), flush=True)
+            report(rows, args.out)  # after each size: a run stopped early keeps what it measured
             shutil.rmtree(root)
             shutil.rmtree(Path(tmp) / f"s{leaves}")
+
+
+def report(rows: list[dict], out: Path | None) -> None:
+    """The growth table of the sizes measured so far (printed, and written to ``out``)."""
     lines = [
         "# The LanceDB store as the corpus grows",
         "",
@@ -177,8 +182,8 @@ def main() -> None:
     ]
     text = "\n".join(lines) + "\n"
     print(text)
-    if args.out:
-        args.out.write_text(text, encoding="utf-8")
+    if out:
+        out.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":
