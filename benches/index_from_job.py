@@ -23,6 +23,7 @@ import platform
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,12 @@ def payloads(lab: Lab, index: Any, budget: int) -> tuple[list[list[Span]], float
     return spans, 1000 * float(np.median(times))
 
 
+def timed(run: Callable[[], Any]) -> tuple[Any, float]:
+    """``run()``'s result and its wall time in seconds."""
+    start = time.perf_counter()
+    return run(), time.perf_counter() - start
+
+
 def write(docs: list[dict[str, str]], path: Path) -> Path:
     path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
     return path
@@ -64,21 +71,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         path = write(docs, tmp / "docs.jsonl")
-        t = time.perf_counter()
-        built = Index.build(docs, lab.encoder)
-        t_build = time.perf_counter() - t
-        t = time.perf_counter()
-        job = pipeline.run([path], tmp / "vectors", encoder=lab.encoder, units="tree")
-        t_job = time.perf_counter() - t
-        t = time.perf_counter()
-        loaded = Index.from_dataset(tmp / "vectors", lab.encoder)
-        t_load = time.perf_counter() - t
-        t = time.perf_counter()
-        pipeline.run([path], tmp / "vectors", encoder=lab.encoder, units="tree")
-        t_rerun = time.perf_counter() - t
-        t = time.perf_counter()
-        write_store(tmp / "vectors", tmp / "exact.lancedb")
-        t_store = time.perf_counter() - t
+        built, t_build = timed(lambda: Index.build(docs, lab.encoder))
+        job, t_job = timed(lambda: pipeline.run([path], tmp / "vectors", encoder=lab.encoder, units="tree"))
+        loaded, t_load = timed(lambda: Index.from_dataset(tmp / "vectors", lab.encoder))
+        _, t_rerun = timed(lambda: pipeline.run([path], tmp / "vectors", encoder=lab.encoder, units="tree"))
+        _, t_store = timed(lambda: write_store(tmp / "vectors", tmp / "exact.lancedb"))
         for kind in ("IVF_PQ", "IVF_HNSW_SQ"):
             write_store(tmp / "vectors", tmp / f"{kind}.lancedb", ann_min_rows=0, ann_index=kind)
         indexes = {"Index.build": built, "job + Index.from_dataset": loaded}
@@ -93,12 +90,8 @@ def main() -> None:
             {**d, "text": d["text"] + "\n\nThis page was revised."} if i in changed else d for i, d in enumerate(docs)
         ]
         write(edited, path)
-        t = time.perf_counter()
-        pipeline.run([path], tmp / "vectors", encoder=lab.encoder, units="tree")
-        t_inc_job = time.perf_counter() - t
-        t = time.perf_counter()
-        write_store(tmp / "vectors", tmp / "exact.lancedb")
-        t_inc_store = time.perf_counter() - t
+        _, t_inc_job = timed(lambda: pipeline.run([path], tmp / "vectors", encoder=lab.encoder, units="tree"))
+        _, t_inc_store = timed(lambda: write_store(tmp / "vectors", tmp / "exact.lancedb"))
         write_store(tmp / "vectors", tmp / "clean.lancedb")
         updated, clean = Index.open(tmp / "exact.lancedb", lab.encoder), Index.open(tmp / "clean.lancedb", lab.encoder)
         (after, _), (fresh, _) = payloads(lab, updated, 1000), payloads(lab, clean, 1000)
