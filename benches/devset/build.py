@@ -5,15 +5,20 @@ Sources, one folder per genre under ``src/``:
 - ``src/GENRE/docs/NAME.txt``: a document written for this set (its ``doc_id`` is
   ``GENRE/NAME``), or ``src/GENRE/docs.txt``: one id of the shipped documentation
   corpus (``tests/data/docs-corpus.jsonl.gz``) a line, used as they are;
-- ``src/GENRE/queries.jsonl``: ``{"query", "type", "evidence": [{"doc", "quote"}]}``,
-  ``type`` one of keyword, paraphrase, multi, unanswerable; ``doc`` is ``NAME`` (or a
-  corpus id); each quote must occur exactly once in its document (runs of whitespace
-  match any whitespace).
+- ``src/GENRE/queries.jsonl``, then ``src/GENRE/queries-*.jsonl`` in name order:
+  ``{"query", "type", "evidence": [{"doc", "quote"}]}``, ``type`` one of keyword,
+  paraphrase, multi, unanswerable; ``doc`` is ``NAME`` (or a corpus id); each quote must
+  occur exactly once in its document (runs of whitespace match any whitespace).
 
-Every query gets a stable id (``GENRE-NNN``) and a split: within each genre, queries
-are ordered by a hash of their text and alternate between ``dev`` and ``test``, so
-adding a query never moves another one. Unlabelled documents of the shipped corpus
-(``DISTRACTORS``, a fixed seeded sample) join the corpus as distractors.
+Every query gets a stable id (``GENRE-NNN``, numbered across the genre's files) and a
+split: within each file, queries are ordered by a hash of their text and alternate
+between ``dev`` and ``test``. New queries for a genre go in a new file, so adding them
+never moves another query to the other split. Unlabelled documents of the shipped
+corpus (``DISTRACTORS``, a fixed seeded sample) join the corpus as distractors.
+
+Every comparison is also reported per evidence-length bucket (``BUCKETS``: a
+question's evidence tokens under the default model's tokenizer, all its spans
+together); ``--check`` prints how many answerable questions fall in each.
 
 Run from the repository root: ``python benches/devset/build.py`` (``--check`` only
 validates and prints counts).
@@ -36,6 +41,19 @@ ROOT = HERE.parents[1]
 CORPUS = ROOT / "tests" / "data" / "docs-corpus.jsonl.gz"
 TYPES = {"keyword", "paraphrase", "multi", "unanswerable"}
 DISTRACTORS = 60
+BUCKETS = ((0, "<30"), (30, "30-60"), (60, "60-120"), (120, ">120"))
+
+
+def bucket_of(tokens: int) -> str:
+    """The evidence-length bucket of a question with ``tokens`` evidence tokens: ``bucket_of(75) == "60-120"``."""
+    return [name for low, name in BUCKETS if tokens >= low][-1]
+
+
+def evidence_tokens(texts: list[str]) -> int:
+    """Evidence tokens of one question's spans under the default model's tokenizer."""
+    from chunkforge import Tokenizer
+
+    return sum(map(Tokenizer.default().count, texts))
 
 
 def locate(text: str, quote: str, where: str) -> tuple[int, int]:
@@ -65,6 +83,7 @@ def main() -> None:
     docs: dict[str, dict] = {}
     queries: list[dict] = []
     counts: Counter = Counter()
+    lengths: Counter = Counter()
     for folder in sorted(
         p for p in (HERE / "src").iterdir() if p.is_dir() and (not args.genre or p.name in args.genre)
     ):
@@ -83,13 +102,12 @@ def main() -> None:
                     d = shipped[line.strip()]
                     names[d["id"]] = d["id"]
                     docs[d["id"]] = {"doc_id": d["id"], "genre": genre, "text": d["text"]}
-        raw = [
-            json.loads(line)
-            for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines()
-            if line.strip()
-        ]
-        for n, (q, split) in enumerate(zip(raw, split_of(genre, raw)), 1):
-            where = f"{folder / 'queries.jsonl'}:{n}"
+        numbered = []
+        for path in [folder / "queries.jsonl", *sorted(folder.glob("queries-*.jsonl"))]:
+            raw = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            numbered += [(path, line, q, split) for line, (q, split) in enumerate(zip(raw, split_of(genre, raw)), 1)]
+        for n, (path, line, q, split) in enumerate(numbered, 1):
+            where = f"{path}:{line}"
             if q.get("type") not in TYPES:
                 raise SystemExit(f"{where}: type must be one of {sorted(TYPES)}, got {q.get('type')!r}")
             if (q["type"] == "unanswerable") != (not q.get("evidence")):
@@ -112,13 +130,19 @@ def main() -> None:
                 }
             )
             counts[genre, q["type"]] += 1
+            if refs:
+                lengths[genre, bucket_of(evidence_tokens([r["text"] for r in refs]))] += 1
     labelled = len(docs)
     pool = sorted(i for i in shipped if i not in docs)
     for doc_id in random.Random(14).sample(pool, DISTRACTORS):
         docs[doc_id] = {"doc_id": doc_id, "genre": "distractor", "text": shipped[doc_id]["text"]}
     for genre in sorted({g for g, _ in counts}):
         row = {t: counts[genre, t] for t in sorted(TYPES)}
-        print(f"{genre:14s} {sum(row.values()):4d} queries  {row}")
+        by_length = {name: lengths[genre, name] for _, name in BUCKETS}
+        print(f"{genre:14s} {sum(row.values()):4d} queries  {row}  evidence tokens {by_length}")
+    answerable = sum(lengths.values())
+    long = sum(n for (_, name), n in lengths.items() if name in ("60-120", ">120"))
+    print(f"{answerable} answerable, {long} ({100 * long / max(answerable, 1):.0f}%) with 60 or more evidence tokens")
     print(f"{len(queries)} queries, {labelled} written/labelled-genre documents, {len(docs)} documents in all")
     if args.check:
         return
