@@ -65,6 +65,11 @@ def locate(text: str, quote: str, where: str) -> tuple[int, int]:
     return found[0]
 
 
+def title_of(text: str) -> str:
+    """A written document's title: its first line (each one opens with its title)."""
+    return text.strip().split("\n", 1)[0].strip()
+
+
 def split_of(genre: str, queries: list[dict]) -> list[str]:
     order = sorted(range(len(queries)), key=lambda i: hashlib.sha256(queries[i]["query"].encode()).hexdigest())
     split = [""] * len(queries)
@@ -95,7 +100,8 @@ def main() -> None:
         for path in sorted((folder / "docs").glob("*.txt")) if (folder / "docs").is_dir() else []:
             doc_id = f"{genre}/{path.stem}"
             names[path.stem] = doc_id
-            docs[doc_id] = {"doc_id": doc_id, "genre": genre, "text": path.read_text(encoding="utf-8")}
+            text = path.read_text(encoding="utf-8")
+            docs[doc_id] = {"doc_id": doc_id, "genre": genre, "title": title_of(text), "text": text}
         if (folder / "docs.txt").exists():
             for line in (folder / "docs.txt").read_text(encoding="utf-8").split("\n"):
                 if line.strip():
