@@ -1,14 +1,14 @@
 """Chunkers and encoders built from options: the CLI's flags and the bulk job's spec
-(``chunkforge.pipeline``) name them the same way, so both build them here.
+(:mod:`chunkforge.bulk`) name them the same way, so both build them here. Errors name the
+options (``model``, ``tokenizer``); the CLI spells them as its flags.
 
->>> from types import SimpleNamespace
->>> args = SimpleNamespace(strategy="markdown", tokenizer=None, model=None, max_tokens=64, overlap=0, levels="")
->>> ChunkerSet(args).key("notes.rst")
+>>> ChunkerSet(ChunkerOptions("markdown", max_tokens=64)).key("notes.rst")
 'rst'
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,16 +36,53 @@ CODE_SUFFIXES = (".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".
 STRATEGIES = ("token", "recursive", "sentence", "markdown", "code", "hierarchical")
 
 
+@dataclass(frozen=True)
+class ChunkerOptions:
+    """The chunkers to build: ``strategy`` and its limits (``max_tokens=None``: the tokenizer's
+    window; ``levels``: the tree's limits for ``hierarchical``), counting with ``tokenizer``
+    (a :class:`Tokenizer` or a ``tokenizer.json`` path), else ``model``'s tokenizer (None or
+    ``"default"``: the default model's).
+
+    >>> ChunkerOptions("hierarchical", levels=(512, 128)).levels
+    (512, 128)
+    """
+
+    strategy: str = "recursive"
+    max_tokens: int | None = None
+    overlap: int = 0
+    levels: tuple[int, ...] = ()
+    tokenizer: Tokenizer | str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class EncoderOptions:
+    """The encoder to load: ``model`` (a model folder, or ``"default"``), its ``variant``, and
+    the :class:`~chunkforge.Encoder` options of the same names (``threads``: ONNX Runtime's
+    intra-op threads).
+
+    >>> EncoderOptions(variant="fp32", threads=2).model
+    'default'
+    """
+
+    model: str = "default"
+    variant: str = "auto"
+    on_overflow: str = "warn"
+    max_batch_tokens: int | None = None
+    threads: int | None = None
+    show_progress: bool | None = None
+
+
 class ChunkerSet:
     """The chunker for each document: one per strategy, and for ``markdown`` /
     ``code`` one per syntax or language, picked from the document's name."""
 
-    def __init__(self, args: Any) -> None:
-        self.strategy, self.tokenizer = args.strategy, chunk_tokenizer(args)
-        self.max_tokens, self.overlap = args.max_tokens, args.overlap  # max_tokens None: the tokenizer's window
-        self.levels = parse_levels(args.levels) if args.strategy == "hierarchical" else ()
+    def __init__(self, options: ChunkerOptions) -> None:
+        self.strategy, self.tokenizer = options.strategy, chunk_tokenizer(options)
+        self.max_tokens, self.overlap = options.max_tokens, options.overlap
+        self.levels = options.levels
         self._cache: dict[str, object] = {}
-        self.key("x.py" if args.strategy == "code" else "x.md")  # bad parameters fail before any input is read
+        self.key("x.py" if options.strategy == "code" else "x.md")  # bad parameters fail before any input is read
 
     def key(self, name: str) -> str:
         """Which chunker handles the document called ``name``."""
@@ -120,49 +157,34 @@ class ChunkerSet:
         return out
 
 
-def chunk_tokenizer(args: Any) -> Tokenizer:
-    """The tokenizer of ``chunk``: ``--tokenizer FILE``, else ``--model``'s (the default
-    model's when not given), which knows the model's window (the default ``--max-tokens``)."""
+def chunk_tokenizer(options: ChunkerOptions) -> Tokenizer:
+    """The tokenizer that counts: ``options.tokenizer``, else ``options.model``'s (the default
+    model's when not given), which knows the model's window (the default ``max_tokens``)."""
     try:
-        if args.tokenizer is not None:
-            return as_tokenizer(args.tokenizer)
-        if args.model in (None, "default"):
+        if options.tokenizer is not None:
+            return as_tokenizer(options.tokenizer)
+        if options.model in (None, "default"):
             return Tokenizer.default_model()
-        return Tokenizer.from_pretrained(args.model)
+        return Tokenizer.from_pretrained(options.model)
     except (OSError, ValueError, TypeError) as exc:
-        flag = "--tokenizer" if args.tokenizer is not None else "--model"
-        prefix = "" if args.tokenizer is not None else f"{flag} {args.model}: "
+        prefix = "" if options.tokenizer is not None else f"model {options.model}: "
         raise InputError(f"{prefix}{exc}") from exc
 
 
-def parse_levels(spec: str) -> tuple[int, ...]:
-    """``"2048,512,128"`` as a tuple of ints."""
-    try:
-        return tuple(int(x) for x in spec.split(","))
-    except ValueError as exc:
-        raise InputError(f"--levels must be comma-separated integers, got {spec!r}") from exc
-
-
-def load_encoder(args: Any) -> Encoder:
-    """The encoder named by ``--model``; InputError names the bad argument."""
-    for name in ("threads", "max_batch_tokens", "part_rows"):
-        value = getattr(args, name, None)  # a command may lack the flag
-        if value is not None and value < 1:
-            raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
-    options = {
-        "on_overflow": getattr(args, "on_overflow", "warn"),
-        "max_batch_tokens": getattr(args, "max_batch_tokens", None),
-        "intra_op_threads": args.threads,
+def load_encoder(options: EncoderOptions) -> Encoder:
+    """The encoder named by ``options.model``; InputError names the model."""
+    settings = {
+        "on_overflow": options.on_overflow,
+        "max_batch_tokens": options.max_batch_tokens,
+        "intra_op_threads": options.threads,
     }
     try:
         from .encoder import Encoder
 
-        show = False if args.no_progress else None
-        if args.model == "default":
-            encoder = Encoder.default(args.variant, show_progress=show, **options)
-        else:
-            encoder = Encoder.from_pretrained(args.model, variant=args.variant, show_progress=show, **options)
+        if options.model == "default":
+            return Encoder.default(options.variant, show_progress=options.show_progress, **settings)
+        return Encoder.from_pretrained(
+            options.model, variant=options.variant, show_progress=options.show_progress, **settings
+        )
     except (ImportError, OSError, ValueError) as exc:
-        raise InputError(f"--model {args.model}: {exc}") from exc
-    encoder.overflow_option = "--on-overflow {}"  # messages name the flag, not the Python keyword
-    return encoder
+        raise InputError(f"model {options.model}: {exc}") from exc
