@@ -46,6 +46,8 @@ MODULES = [
     "chunkforge._io",
     "chunkforge._search",
     "chunkforge._options",
+    "chunkforge.chunkers.registry",
+    "chunkforge.chunkers.context_aware",
     "chunkforge.bulk.spec",
     "chunkforge.bulk.readers",
     "chunkforge.bulk.shards",

@@ -108,8 +108,8 @@ NATIVE_OWNERS = {
     "chunkforge.chunkers.markdown",
     "chunkforge.chunkers.code",
     "chunkforge.chunkers.hierarchy",
-    "chunkforge.late",
-    "chunkforge.semantic",
+    "chunkforge.chunkers.late",
+    "chunkforge.chunkers.semantic",
     "chunkforge.eval.metrics",
     INDEX,
 }

@@ -20,18 +20,21 @@ from .chunkers import (
     BatchSpans,
     Chunker,
     CodeChunker,
+    ContextAwareChunker,
     HierarchicalChunker,
+    LateChunker,
+    LateChunks,
+    LateTokens,
     MarkdownChunker,
     RecursiveChunker,
+    SemanticChunker,
     SentenceChunker,
     Spans,
     TokenChunker,
     language_for_path,
 )
 from .errors import ChunkforgeError, DatasetError, InputError
-from .late import LateChunker, LateChunks, LateTokens
-from .represent import ContextAwareChunker, context_prompt, contextualize, with_embed_text
-from .semantic import SemanticChunker
+from .represent import context_prompt, contextualize, with_embed_text
 from .tokenizer import Encoding, Tokenizer
 
 if TYPE_CHECKING:  # the lazy names below, as their classes and modules for type checkers and editors

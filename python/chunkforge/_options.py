@@ -13,17 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._io import syntax_or_default
 from .chunk import Chunk
-from .chunkers import (
-    CodeChunker,
-    HierarchicalChunker,
-    MarkdownChunker,
-    RecursiveChunker,
-    SentenceChunker,
-    TokenChunker,
-    language_for_path,
-)
+from .chunkers.registry import CHUNKERS, Limits, cli_strategies
 from .errors import InputError
 from .tokenizer import Tokenizer, as_tokenizer
 
@@ -32,8 +23,6 @@ if TYPE_CHECKING:
     from .encoder import Encoder
 
 CODE_SUFFIXES = (".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx", ".rs", ".go", ".java")
-
-STRATEGIES = ("token", "recursive", "sentence", "markdown", "code", "hierarchical")
 
 
 @dataclass(frozen=True)
@@ -74,46 +63,32 @@ class EncoderOptions:
 
 
 class ChunkerSet:
-    """The chunker for each document: one per strategy, and for ``markdown`` /
-    ``code`` one per syntax or language, picked from the document's name."""
+    """The chunker for each document: one per strategy (a kind of
+    :data:`~chunkforge.chunkers.registry.CHUNKERS`), and for a kind with syntaxes
+    (``markdown``, ``code``) one per syntax or language, picked from the document's name."""
 
     def __init__(self, options: ChunkerOptions) -> None:
-        self.strategy, self.tokenizer = options.strategy, chunk_tokenizer(options)
-        self.max_tokens, self.overlap = options.max_tokens, options.overlap
-        self.levels = options.levels
+        if options.strategy not in cli_strategies():
+            raise InputError(f"strategy must be one of {', '.join(cli_strategies())}, not {options.strategy!r}")
+        self.strategy, self.kind = options.strategy, CHUNKERS[options.strategy]
+        self.tokenizer = chunk_tokenizer(options)
+        self.limits = Limits(options.max_tokens, options.overlap, options.levels)
         self._cache: dict[str, object] = {}
-        self.key("x.py" if options.strategy == "code" else "x.md")  # bad parameters fail before any input is read
+        self.key(self.kind.sample_name)  # bad parameters fail before any input is read
 
     def key(self, name: str) -> str:
         """Which chunker handles the document called ``name``."""
-        key: str
-        if self.strategy == "markdown":
-            key = syntax_or_default(name)  # the one rule of chunkforge._io
-        elif self.strategy == "code":
-            language = language_for_path(name)
-            if language is None:
-                raise InputError(f"{name}: cannot tell its programming language from the extension")
-            key = language
-        else:
-            key = self.strategy
+        key = self.strategy if self.kind.syntax_of is None else self.kind.syntax_of(name)
         if key not in self._cache:
             self._cache[key] = self._make(key)
         return key
 
     def _make(self, key: str) -> object:
-        tok, n, overlap = self.tokenizer, self.max_tokens, self.overlap
+        params = self.kind.limits(self.limits)
+        if self.kind.syntax_of is not None:
+            params[self.kind.syntax_keyword] = key
         try:
-            if self.strategy == "token":
-                return TokenChunker(tok, max_tokens=n, overlap=overlap)
-            if self.strategy == "sentence":
-                return SentenceChunker(tok, max_tokens=n, overlap_sentences=overlap)
-            if self.strategy == "markdown":
-                return MarkdownChunker(tok, max_tokens=n, overlap=overlap, syntax=key)
-            if self.strategy == "code":
-                return CodeChunker(tok, language=key, max_tokens=n)
-            if self.strategy == "hierarchical":
-                return HierarchicalChunker(tok, levels=self.levels)
-            return RecursiveChunker(tok, max_tokens=n, overlap=overlap)
+            return self.kind.factory(self.tokenizer, **params)
         except (OSError, ValueError, TypeError, ImportError) as exc:
             raise InputError(str(exc)) from exc
 
@@ -130,7 +105,7 @@ class ChunkerSet:
 
     def chunks(self, batch: list[Doc], threads: int | None) -> list[list[Chunk]]:
         """The chunks of every document of the batch, in order."""
-        if self.strategy == "hierarchical":
+        if self.kind.tree:
             tree = self.chunker("")
             return [tree.chunk(doc.text, doc_id=str(doc.doc_id)) for doc in batch]
         out: list[list[Chunk]] = [[] for _ in batch]
@@ -142,13 +117,13 @@ class ChunkerSet:
 
     def chunks_with_ids(self, batch: list[Doc], threads: int | None) -> list[tuple[list[Chunk], list[np.ndarray]]]:
         """Each document's chunks and each chunk's token ids (no special tokens), in order: the
-        ids the native chunkers sized the chunks on (``chunk_batch_ids``: one tokenization of
-        each document); a chunker without them (``CodeChunker``) has each chunk's text encoded."""
+        ids a kind with ``native_token_ids`` sized the chunks on (``chunk_batch_ids``: one
+        tokenization of each document); any other kind (``code``) has each chunk's text encoded."""
         out: list[tuple[list[Chunk], list[np.ndarray]]] = [([], []) for _ in batch]
         for key, members in self._groups(batch).items():
             chunker: Any = self._cache[key]
             texts = [batch[i].text for i in members]
-            done = chunker.chunk_batch_ids(texts, threads=threads)
+            done = chunker.chunk_batch_ids(texts, threads=threads) if self.kind.native_token_ids else None
             if done is None:
                 chunks = chunker.chunk_batch(texts, threads=threads)
                 done = (chunks, [[self.tokenizer.encode_offsets(c.text).ids for c in cs] for cs in chunks])

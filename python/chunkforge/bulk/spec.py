@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._io import TEXT_KEY
 from .._options import ChunkerOptions, ChunkerSet, EncoderOptions, load_encoder
+from ..chunkers.registry import bulk_strategies
 from ..errors import InputError
 from ..tokenizer import check_threads
 
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from ..index.trees import TreeSettings
 
 SHARD_DOCS = 64
-STRATEGIES = ("recursive", "token", "sentence", "markdown", "code")
 UNITS = ("chunks", "tree")
 """What the job writes a row for: a chunk, or a leaf of the document's tree (the index's
 units; the documents' trees beside, see :mod:`chunkforge.index.trees`)."""
@@ -77,8 +77,8 @@ class JobSpec:
             raise InputError(f"units must be one of {', '.join(UNITS)}, not {self.units!r}")
         if self.tree is not None:
             self.tree.check()
-        if self.strategy not in STRATEGIES:
-            raise InputError(f"strategy must be one of {', '.join(STRATEGIES)}, not {self.strategy!r}")
+        if self.strategy not in bulk_strategies():
+            raise InputError(f"strategy must be one of {', '.join(bulk_strategies())}, not {self.strategy!r}")
         if self.dtype not in DTYPES:
             raise InputError(f"dtype must be float32 or float16, not {self.dtype!r}")
         for name in ("max_tokens", "max_batch_tokens", "threads", "shard_docs"):

@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .._io import FOLDER_SUFFIXES, Doc, atomic_file, check_paths, expand, read_documents
-from .._options import CODE_SUFFIXES, STRATEGIES, ChunkerOptions, ChunkerSet
+from .._options import CODE_SUFFIXES, ChunkerOptions, ChunkerSet
 from .._progress import progress
 from ..chunk import Chunk
 from ..chunkers import node_id
+from ..chunkers.registry import cli_strategies
 from ..errors import InputError
 from ..tokenizer import check_threads
 from ._common import flag_named, open_output, refuse_output_input
@@ -67,7 +68,7 @@ def add_parser(commands: Any) -> None:
     )
     chunk.add_argument(
         "--strategy",
-        choices=STRATEGIES,
+        choices=cli_strategies(),
         default="recursive",
         help="how to cut (default recursive)",
     )

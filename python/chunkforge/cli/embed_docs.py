@@ -13,7 +13,8 @@ from typing import Any
 
 from .. import bulk
 from .._recommended import VARIANTS
-from ..bulk.spec import SHARD_DOCS, STRATEGIES
+from ..bulk.spec import SHARD_DOCS
+from ..chunkers.registry import bulk_strategies
 from ..errors import InputError
 from ._common import flag_named
 
@@ -74,7 +75,9 @@ def add_parser(commands: Any) -> None:
         help="auto: the fastest that keeps cosine >= 0.9999 to fp32 on this machine (bf16 on OpenVINO where the CPU has it); "
         "else the graph variant (default auto)",
     )
-    cmd.add_argument("--strategy", choices=STRATEGIES, default="recursive", help="how to cut (default recursive)")
+    cmd.add_argument(
+        "--strategy", choices=bulk_strategies(), default="recursive", help="how to cut (default recursive)"
+    )
     cmd.add_argument(
         "--max-tokens",
         type=int,
