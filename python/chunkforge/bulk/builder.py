@@ -119,7 +119,7 @@ class ShardBuilder:
             if content is None:
                 continue
             try:
-                with atomic_file(path) as tmp:
+                with atomic_file(path, flag="out") as tmp:
                     pq.write_table(content, tmp, write_page_checksum=True)
             except OSError as exc:  # a full disk: the file is named
                 raise InputError(f"cannot write {path}: {exc.strerror or exc}") from exc

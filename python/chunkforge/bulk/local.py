@@ -206,7 +206,7 @@ def run_locked(
         "shards": shards,
     }
     try:
-        with atomic_file(root / MANIFEST) as tmp:
+        with atomic_file(root / MANIFEST, flag="out") as tmp:
             tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     except OSError as exc:  # a full disk: the file is named
         raise InputError(f"cannot write {root / MANIFEST}: {exc.strerror or exc}") from exc
