@@ -3,7 +3,7 @@
 Two modes, all-MiniLM-L6-v2 (``--model-variant``, default int8), RecursiveChunker at the
 model's window (254 tokens), on the CPU:
 
-``full``: the job (``chunkforge.pipeline.run``, what ``chunkforge embed-docs`` runs, default
+``full``: the job (``chunkforge.bulk.run``, what ``chunkforge embed-docs`` runs, default
 settings) once over the whole corpus, in a child process whose RSS, the shards written and
 the 1-minute load are sampled every ``--sample-s`` seconds; then the incremental rerun: a copy
 of the dataset, the corpus with 1 document in 100 changed (a sentence appended), the job rerun
@@ -13,7 +13,7 @@ on it; and a rerun over the unchanged corpus.
 (document ``i`` of the sample in slice ``i % slices``); on each slice, in an order rotated
 from slice to slice, each variant in its own process (peak RSS is that process's):
 
-- ``job``: ``chunkforge.pipeline.run`` with ``shard_docs=8`` (enough batches for two Ray actors);
+- ``job``: ``chunkforge.bulk.run`` with ``shard_docs=8`` (enough batches for two Ray actors);
 - ``cli``: ``chunkforge chunk --out chunks.jsonl`` then ``chunkforge embed chunks.jsonl``;
 - ``loop``: a plain sentence-transformers-style loop: chunk every document, then encode the
   chunk texts in length-sorted batches of 32 (as ``SentenceTransformer.encode`` does);
@@ -94,14 +94,14 @@ def run_variant(variant: str, docs: Path, work: Path, model_variant: str, shard_
     """Runs one variant in this process; returns its figures."""
     import numpy as np
 
-    from chunkforge import Encoder, RecursiveChunker, pipeline
+    from chunkforge import Encoder, RecursiveChunker, bulk
     from chunkforge.cli import main
 
     started = time.perf_counter()
     cpu_started = time.process_time()
     result: dict = {"variant": variant}
     if variant in ("job", "ray", "rerun"):
-        summary = pipeline.run(
+        summary = bulk.run(
             [docs],
             work / ("ray" if variant == "ray" else "job"),
             variant=model_variant,
@@ -121,7 +121,7 @@ def run_variant(variant: str, docs: Path, work: Path, model_variant: str, shard_
         changed = changed_copy(docs, work / "changed.jsonl")
         shutil.copytree(work / "job", work / "incremental")  # the job's own dataset stays
         started, cpu_started = time.perf_counter(), time.process_time()
-        summary = pipeline.run(
+        summary = bulk.run(
             [work / "changed.jsonl"], work / "incremental", variant=model_variant, progress=False, shard_docs=shard_docs
         )
         result.update(
@@ -292,9 +292,9 @@ def compare(args: argparse.Namespace, work: Path) -> dict:
             result["slice"] = k
             results.append(result)
             print(json.dumps({key: v for key, v in result.items() if key != "samples"}), flush=True)
-        from chunkforge import pipeline
+        from chunkforge import bulk
 
-        same = pipeline.read_dataset(slice_work / "ray").equals(pipeline.read_dataset(slice_work / "job"))
+        same = bulk.read_dataset(slice_work / "ray").equals(bulk.read_dataset(slice_work / "job"))
         next(r for r in results if r["slice"] == k and r["variant"] == "ray")["rows_identical"] = same
         shutil.rmtree(slice_work / "job", ignore_errors=True)
         shutil.rmtree(slice_work / "ray", ignore_errors=True)
@@ -335,7 +335,7 @@ def main() -> None:
         return
     if args.shard_docs is None:
         sys.path.insert(0, str(ROOT / "python"))
-        from chunkforge.pipeline import SHARD_DOCS as JOB_SHARD_DOCS
+        from chunkforge.bulk.spec import SHARD_DOCS as JOB_SHARD_DOCS
 
         args.shard_docs = JOB_SHARD_DOCS if args.mode == "full" else SHARD_DOCS
     started = time.time()

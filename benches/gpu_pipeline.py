@@ -34,7 +34,7 @@ def main() -> None:
     parser.add_argument("--out", help="write the figures as JSON here")
     args = parser.parse_args()
 
-    from chunkforge import Encoder, RecursiveChunker, pipeline
+    from chunkforge import Encoder, RecursiveChunker, bulk
 
     encoder = Encoder.default(args.variant, max_batch_tokens=args.max_batch_tokens)
     providers = encoder.active_providers
@@ -54,7 +54,7 @@ def main() -> None:
             encoder.embed(chunks)
             embed_s.append(time.perf_counter() - started)
             started = time.perf_counter()
-            summary = pipeline.run([docs], Path(tmp) / f"job-{r}", encoder=encoder, progress=False)
+            summary = bulk.run([docs], Path(tmp) / f"job-{r}", encoder=encoder, progress=False)
             job_s.append(time.perf_counter() - started)
             assert summary.tokens == tokens and summary.embedded == len(chunks)
             print(

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from chunkforge import pipeline  # noqa: E402
+from chunkforge import bulk  # noqa: E402
 from chunkforge.eval import Span  # noqa: E402
 from chunkforge.index import Index  # noqa: E402
 from chunkforge.index.store import write_store  # noqa: E402
@@ -72,9 +72,9 @@ def main() -> None:
         tmp = Path(folder)
         path = write(docs, tmp / "docs.jsonl")
         built, t_build = timed(lambda: Index.build(docs, lab.encoder))
-        job, t_job = timed(lambda: pipeline.run([path], tmp / "vectors", encoder=lab.encoder, units="tree"))
+        job, t_job = timed(lambda: bulk.run([path], tmp / "vectors", encoder=lab.encoder, units="tree"))
         loaded, t_load = timed(lambda: Index.from_dataset(tmp / "vectors", lab.encoder))
-        _, t_rerun = timed(lambda: pipeline.run([path], tmp / "vectors", encoder=lab.encoder, units="tree"))
+        _, t_rerun = timed(lambda: bulk.run([path], tmp / "vectors", encoder=lab.encoder, units="tree"))
         _, t_store = timed(lambda: write_store(tmp / "vectors", tmp / "exact.lancedb"))
         for kind in ("IVF_PQ", "IVF_HNSW_SQ"):
             write_store(tmp / "vectors", tmp / f"{kind}.lancedb", ann_min_rows=0, ann_index=kind)
@@ -90,7 +90,7 @@ def main() -> None:
             {**d, "text": d["text"] + "\n\nThis page was revised."} if i in changed else d for i, d in enumerate(docs)
         ]
         write(edited, path)
-        _, t_inc_job = timed(lambda: pipeline.run([path], tmp / "vectors", encoder=lab.encoder, units="tree"))
+        _, t_inc_job = timed(lambda: bulk.run([path], tmp / "vectors", encoder=lab.encoder, units="tree"))
         _, t_inc_store = timed(lambda: write_store(tmp / "vectors", tmp / "exact.lancedb"))
         write_store(tmp / "vectors", tmp / "clean.lancedb")
         updated, clean = Index.open(tmp / "exact.lancedb", lab.encoder), Index.open(tmp / "clean.lancedb", lab.encoder)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from chunkforge import Encoder, pipeline
+from chunkforge import Encoder, bulk
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "docs-corpus-small.jsonl.gz"
 
@@ -34,7 +34,7 @@ def write(path: Path, docs: list[dict]) -> Path:
 
 def rows(out: Path) -> dict[str, np.ndarray]:
     """Each chunk's vector (float64), by chunk_id."""
-    table = pipeline.read_dataset(out, columns=["chunk_id", "vector"])
+    table = bulk.read_dataset(out, columns=["chunk_id", "vector"])
     column = table.column("vector").combine_chunks()
     vectors = column.values.to_numpy().reshape(len(column), column.type.list_size).astype(np.float64)
     return dict(zip(table.column("chunk_id").to_pylist(), vectors))
@@ -45,9 +45,9 @@ def measure(variant: str, docs: list[dict], every: int, folder: Path) -> str:
     edited = [{**d, "text": d["text"] + " One sentence appended."} if i % every == 0 else d for i, d in enumerate(docs)]
     first, clean = write(folder / f"{variant}-a.jsonl", docs), write(folder / f"{variant}-b.jsonl", edited)
     cached_out, clean_out = folder / f"{variant}-cached", folder / f"{variant}-clean"
-    pipeline.run([first], cached_out, encoder=encoder, shard_docs=4)
-    summary = pipeline.run([clean], cached_out, encoder=encoder, shard_docs=4)
-    pipeline.run([clean], clean_out, encoder=encoder, shard_docs=4)
+    bulk.run([first], cached_out, encoder=encoder, shard_docs=4)
+    summary = bulk.run([clean], cached_out, encoder=encoder, shard_docs=4)
+    bulk.run([clean], clean_out, encoder=encoder, shard_docs=4)
     got, want = rows(cached_out), rows(clean_out)
     assert got.keys() == want.keys()
     diff = np.array([np.abs(got[k] - want[k]).max() for k in want])

@@ -41,7 +41,7 @@ def expected(chunks: Path) -> np.ndarray:
 
 def test_npy_rows_in_input_order(chunks: Path, expected: np.ndarray, tmp_path: Path) -> None:
     out = tmp_path / "vectors.npy"
-    assert main(["embed", str(chunks), "--out", str(out), "--part-rows", "16", "--max-batch-tokens", "500"]) == 0
+    assert main(["embed", str(chunks), "--out", str(out), "--shard-rows", "16", "--max-batch-tokens", "500"]) == 0
     vectors = np.load(out)
     assert vectors.dtype == np.float32 and vectors.shape == (40, 384)
     np.testing.assert_allclose(vectors, expected, atol=2e-5)
@@ -51,7 +51,7 @@ def test_npy_rows_in_input_order(chunks: Path, expected: np.ndarray, tmp_path: P
 def test_parquet_has_chunk_ids_and_fixed_size_vectors(chunks: Path, expected: np.ndarray, tmp_path: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
     out = tmp_path / "vectors"
-    assert main(["embed", str(chunks), "--out", str(out), "--part-rows", "7"]) == 0
+    assert main(["embed", str(chunks), "--out", str(out), "--shard-rows", "7"]) == 0
     table = pq.read_table(tmp_path / "vectors.parquet")
     assert table.column_names == ["doc_id", "index", "vector"]
     vector_type = table.schema.field("vector").type
@@ -63,32 +63,32 @@ def test_parquet_has_chunk_ids_and_fixed_size_vectors(chunks: Path, expected: np
     np.testing.assert_allclose(vectors, expected, atol=2e-5)
 
 
-def test_rerun_after_a_crash_reuses_parts(
+def test_rerun_after_a_crash_reuses_shards(
     chunks: Path, expected: np.ndarray, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lines = chunks.read_text().splitlines()
     broken = tmp_path / "chunks.jsonl"
     broken.write_text("\n".join(lines[:35] + ["{not json"] + lines[35:]) + "\n")
     out = tmp_path / "vectors.npy"
-    args = ["embed", str(broken), "--out", str(out), "--part-rows", "16", "-v"]
+    args = ["embed", str(broken), "--out", str(out), "--shard-rows", "16", "-v"]
     assert main(args) == 2
     assert f"{broken}:36: not valid JSON" in capsys.readouterr().err
-    parts = sorted(p.name for p in (tmp_path / "vectors.npy.parts").glob("part-*.npy"))
-    assert len(parts) == 2 and not out.exists()
-    (tmp_path / "vectors.npy.parts" / ".part-000002-0123456789abcdef.npy.x.tmp").write_bytes(b"torn write")
-    (tmp_path / "vectors.npy.parts" / "part-000002-0123456789abcdef.npy").write_bytes(b"stale settings")
+    shards = sorted(p.name for p in (tmp_path / "vectors.npy.shards").glob("shard-*.npy"))
+    assert len(shards) == 2 and not out.exists()
+    (tmp_path / "vectors.npy.shards" / ".shard-000002-0123456789abcdef.npy.x.tmp").write_bytes(b"torn write")
+    (tmp_path / "vectors.npy.shards" / "shard-000002-0123456789abcdef.npy").write_bytes(b"stale settings")
     broken.write_text("\n".join(lines) + "\n")
     assert main(args) == 0
     assert "40 chunks (8 embedded, 32 from an earlier run)" in capsys.readouterr().err
     np.testing.assert_allclose(np.load(out), expected, atol=2e-5)
-    assert not (tmp_path / "vectors.npy.parts").exists()
+    assert not (tmp_path / "vectors.npy.shards").exists()
 
 
 def test_changed_records_are_embedded_again(chunks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = records(chunks)
     path, out = tmp_path / "chunks.jsonl", tmp_path / "vectors.npy"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows[:35]) + "[1, 2]\n")
-    args = ["embed", str(path), "--out", str(out), "--part-rows", "16", "-v"]
+    args = ["embed", str(path), "--out", str(out), "--shard-rows", "16", "-v"]
     assert main(args) == 2
     assert f"{path}:36: expected a JSON object, got list" in capsys.readouterr().err
     rows[20]["text"] = "a different text"

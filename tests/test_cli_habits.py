@@ -93,7 +93,7 @@ def test_embed_docs_no_progress(tmp_path, model_cache, capsys):
     out = tmp_path / "vectors"
     assert main(["embed-docs", str(docs), "--out", str(out), "--no-progress", "--threads", "2"]) == 0
     assert capsys.readouterr().err == ""
-    assert chunkforge.pipeline.read_dataset(out).column("doc_id").to_pylist() == ["cats", "ferns"]
+    assert chunkforge.bulk.read_dataset(out).column("doc_id").to_pylist() == ["cats", "ferns"]
 
 
 def test_index_build_with_a_model_then_add_delete_info(tmp_path, model_dir, capsys):

@@ -381,7 +381,7 @@ def test_batch_key_tells_crafted_ids_apart():
     import hashlib
 
     from chunkforge._io import Doc
-    from chunkforge.pipeline import batch_key
+    from chunkforge.bulk.shards import batch_key
 
     # a text whose 16-byte digest is ASCII, so that it can sit inside a str id
     first = next(

@@ -1,6 +1,6 @@
 """Hostile use of the CLI and of files on disk (issue 15): one-line errors with
 exit 2, outputs written through devices, pipes and symlinks, inputs never
-overwritten, temp files of killed runs removed, embed parts and cached graphs
+overwritten, temp files of killed runs removed, embed shards and cached graphs
 checked before reuse. Real files, real processes, real kill -9."""
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def test_killed_run_leaves_a_temp_file_that_the_next_run_removes(tmp_path: Path)
     assert json.loads(out.read_text())["doc_id"] == "s"
 
 
-# 12: embed parts carry checksums
+# 12: embed shards carry checksums
 
 
 def needs_model() -> None:
@@ -195,27 +195,27 @@ def chunks(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Path:
     return path
 
 
-def test_truncated_and_flipped_parts(chunks: Path, tmp_path: Path, model_cache: Path) -> None:
+def test_truncated_and_flipped_shards(chunks: Path, tmp_path: Path, model_cache: Path) -> None:
     """Parts left by a crashed run (here: the join's target is a folder, so the run
-    fails after every part is written), then damaged: the rerun embeds them again."""
+    fails after every shard is written), then damaged: the rerun embeds them again."""
     from chunkforge import Encoder
 
     texts = [json.loads(line)["text"] for line in chunks.read_text().splitlines()]
     expected = Encoder.default().embed(texts)
     out = tmp_path / "vectors.npy"
-    out.mkdir()  # the join cannot replace a folder: parts stay
-    assert main(["embed", str(chunks), "--out", str(out), "--part-rows", "8"]) == 2
+    out.mkdir()  # the join cannot replace a folder: shards stay
+    assert main(["embed", str(chunks), "--out", str(out), "--shard-rows", "8"]) == 2
     out.rmdir()
-    parts = sorted((tmp_path / "vectors.npy.parts").glob("part-*.npy"))
-    assert len(parts) == 3 and all(p.with_name(p.name + ".sha256").exists() for p in parts)
-    data = parts[0].read_bytes()
-    parts[0].write_bytes(data[: len(data) // 2])  # truncated
-    flipped = bytearray(parts[1].read_bytes())
+    shards = sorted((tmp_path / "vectors.npy.shards").glob("shard-*.npy"))
+    assert len(shards) == 3 and all(p.with_name(p.name + ".sha256").exists() for p in shards)
+    data = shards[0].read_bytes()
+    shards[0].write_bytes(data[: len(data) // 2])  # truncated
+    flipped = bytearray(shards[1].read_bytes())
     for i in range(len(flipped) - 64, len(flipped)):  # 64 flipped bytes, header intact
         flipped[i] ^= 0xFF
-    parts[1].write_bytes(bytes(flipped))
+    shards[1].write_bytes(bytes(flipped))
     result = subprocess.run(
-        [sys.executable, "-m", "chunkforge", "embed", str(chunks), "--out", str(out), "--part-rows", "8", "-v"],
+        [sys.executable, "-m", "chunkforge", "embed", str(chunks), "--out", str(out), "--shard-rows", "8", "-v"],
         capture_output=True,
         text=True,
         timeout=600,
@@ -226,7 +226,7 @@ def test_truncated_and_flipped_parts(chunks: Path, tmp_path: Path, model_cache: 
     np.testing.assert_allclose(np.load(out), expected, atol=2e-5)
 
 
-def test_failed_embed_leaves_no_parts_folder(
+def test_failed_embed_leaves_no_shards_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], model_cache: Path
 ) -> None:
     needs_model()
@@ -339,16 +339,16 @@ def embed_docs(*args: object, **kwargs: Any) -> subprocess.Popen:
 
 
 def listed_shards(out: Path) -> set[str]:
-    from chunkforge import pipeline
+    from chunkforge import bulk
 
-    return {Path(s["file"]).name for s in pipeline.read_manifest(out)["shards"]}
+    return {Path(s["file"]).name for s in bulk.read_manifest(out)["shards"]}
 
 
 def test_a_second_job_on_the_same_out_is_refused_while_the_first_runs(tmp_path: Path, bulk_encoder: Any) -> None:
     """Two jobs on one --out (different corpora) used to both exit 0, one's clean-up deleting
     shards the other's manifest lists. Now the second is refused (one line, exit 2) and the
     first finishes whole."""
-    from chunkforge import pipeline
+    from chunkforge import bulk
 
     first_docs = bulk_docs(tmp_path / "a.jsonl", 60, chars=2500, prefix="a-")
     out = tmp_path / "ds"
@@ -366,14 +366,14 @@ def test_a_second_job_on_the_same_out_is_refused_while_the_first_runs(tmp_path: 
     one_line_error(second.returncode, err, f"--out {out}", "another job")
     assert first.returncode == 0, first_err
     assert {p.name for p in shards.iterdir()} == listed_shards(out)
-    ids = pipeline.read_dataset(out, columns=["doc_id"]).column(0).to_pylist()
+    ids = bulk.read_dataset(out, columns=["doc_id"]).column(0).to_pylist()
     assert list(dict.fromkeys(ids)) == ["a-" + d["id"] for d in corpus()[:60]]
 
 
 def test_files_a_user_keeps_in_out_shards_are_not_deleted(tmp_path: Path, bulk_encoder: Any) -> None:
     """The clean-up removes the job's own shard and temp files only; a folder that has a
     ``shards`` folder of other files is not taken for a dataset."""
-    from chunkforge import pipeline
+    from chunkforge import bulk
     from chunkforge.errors import InputError
 
     docs = bulk_docs(tmp_path / "d.jsonl", 6)
@@ -381,18 +381,18 @@ def test_files_a_user_keeps_in_out_shards_are_not_deleted(tmp_path: Path, bulk_e
     (theirs / "shards").mkdir(parents=True)
     (theirs / "shards" / "notes.txt").write_text("mine")
     with pytest.raises(InputError, match="holds no chunkforge dataset"):
-        pipeline.run([docs], theirs, encoder=bulk_encoder, max_tokens=48)
+        bulk.run([docs], theirs, encoder=bulk_encoder, max_tokens=48)
     assert (theirs / "shards" / "notes.txt").read_text() == "mine"
 
     out = tmp_path / "ds"
-    pipeline.run([docs], out, encoder=bulk_encoder, max_tokens=48, shard_docs=2)
+    bulk.run([docs], out, encoder=bulk_encoder, max_tokens=48, shard_docs=2)
     shards = out / "shards"
     (shards / "notes.txt").write_text("mine")
     (shards / "mine.parquet").write_bytes(b"not a shard")
     (shards / "folder").mkdir()
     (shards / "folder" / "x.txt").write_text("mine too")
     bulk_docs(docs, 5)  # one document deleted: its shard goes, the user's files stay
-    summary = pipeline.run([docs], out, encoder=bulk_encoder, max_tokens=48, shard_docs=2)
+    summary = bulk.run([docs], out, encoder=bulk_encoder, max_tokens=48, shard_docs=2)
     assert summary.docs == 5
     assert (shards / "notes.txt").read_text() == "mine" and (shards / "mine.parquet").read_bytes() == b"not a shard"
     assert (shards / "folder" / "x.txt").read_text() == "mine too"
@@ -401,22 +401,22 @@ def test_files_a_user_keeps_in_out_shards_are_not_deleted(tmp_path: Path, bulk_e
 
 
 def test_out_inside_an_input_folder_is_refused(tmp_path: Path, bulk_encoder: Any) -> None:
-    """--out inside an input folder made the second run read its own shard as the corpus
-    (a .parquet file there switches the folder to Parquet); an input inside --out likewise."""
-    from chunkforge import pipeline
+    """out inside an input folder made the second run read its own shard as the corpus
+    (a .parquet file there switches the folder to Parquet); an input inside out likewise."""
+    from chunkforge import bulk
     from chunkforge.errors import InputError
 
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "a.md").write_text("# Cats\n\nCats purr when content. They sleep most of the day.")
-    with pytest.raises(InputError, match="--out .* is inside the input"):
-        pipeline.run([notes], notes / "vectors", encoder=bulk_encoder)
+    with pytest.raises(InputError, match="out .* is inside the input"):
+        bulk.run([notes], notes / "vectors", encoder=bulk_encoder)
     assert sorted(p.name for p in notes.iterdir()) == ["a.md"]
     out = tmp_path / "ds"
-    pipeline.run([notes], out, encoder=bulk_encoder)
+    bulk.run([notes], out, encoder=bulk_encoder)
     shard = next((out / "shards").iterdir())
-    with pytest.raises(InputError, match="is inside --out"):
-        pipeline.run([shard], out, encoder=bulk_encoder)
+    with pytest.raises(InputError, match="holds the input"):
+        bulk.run([shard], out, encoder=bulk_encoder)
 
 
 def shard_vectors(path: Path) -> np.ndarray:
@@ -444,35 +444,35 @@ def test_damaged_shards_are_rebuilt_and_never_feed_the_vector_cache(tmp_path: Pa
     """A shard with flipped bytes in its vectors, a truncated one and an empty one: the
     rerun rebuilds them (no ArrowInvalid, no damaged vector read back or copied through
     the vector cache) and the dataset equals a clean run's."""
-    from chunkforge import pipeline
+    from chunkforge import bulk
     from chunkforge.errors import InputError
 
     docs = bulk_docs(tmp_path / "d.jsonl", 12)
     options = {"encoder": bulk_encoder, "max_tokens": 48, "with_text": True, "shard_docs": 2}
     clean = tmp_path / "clean"
-    pipeline.run([docs], clean, **options)
+    bulk.run([docs], clean, **options)
     out = tmp_path / "ds"
-    pipeline.run([docs], out, **options)
-    files = list(pipeline.iter_shards(out))
+    bulk.run([docs], out, **options)
+    files = list(bulk.iter_shards(out))
     assert len(files) >= 4
     flip_vector_bytes(files[0])
     files[1].write_bytes(files[1].read_bytes()[: files[1].stat().st_size // 2])
     files[2].write_bytes(b"")
     with pytest.raises(InputError, match="is damaged .*rerun the job"):
-        pipeline.read_dataset(out)
+        bulk.read_dataset(out)
     # the first shard's first document edited: its batch is rebuilt, its other chunks
     # would come from the vector cache, that is from the damaged shard
     records = [json.loads(line) for line in docs.read_text().splitlines()]
     records[0]["text"] += " One more sentence at the end."
     docs.write_text("".join(json.dumps(r) + "\n" for r in records))
-    pipeline.run([docs], clean, **options)
-    summary = pipeline.run([docs], out, **options)
+    bulk.run([docs], clean, **options)
+    summary = bulk.run([docs], out, **options)
     assert summary.shards_built == 3
-    got, want = pipeline.read_dataset(out), pipeline.read_dataset(clean)
+    got, want = bulk.read_dataset(out), bulk.read_dataset(clean)
     assert got.drop_columns(["vector"]).equals(want.drop_columns(["vector"]))
     np.testing.assert_allclose(
-        np.concatenate([shard_vectors(f) for f in pipeline.iter_shards(out)]),
-        np.concatenate([shard_vectors(f) for f in pipeline.iter_shards(clean)]),
+        np.concatenate([shard_vectors(f) for f in bulk.iter_shards(out)]),
+        np.concatenate([shard_vectors(f) for f in bulk.iter_shards(clean)]),
         atol=1e-6,
     )
 
@@ -578,7 +578,7 @@ def test_a_fifo_input_is_read_by_the_job_not_by_the_progress_count(tmp_path: Pat
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
     out = tmp_path / "ds"
-    code = f"from chunkforge import pipeline; print(pipeline.run([{str(fifo)!r}], {str(out)!r}, progress=True).docs)"
+    code = f"from chunkforge import bulk; print(bulk.run([{str(fifo)!r}], {str(out)!r}, progress=True).docs)"
     result = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

@@ -12,7 +12,8 @@ import pytest
 pytest.importorskip("hnswlib")
 pytest.importorskip("pyarrow")
 
-from chunkforge import pipeline  # noqa: E402
+from chunkforge import bulk  # noqa: E402
+from chunkforge._io import text_hash  # noqa: E402
 from chunkforge.cli import main  # noqa: E402
 from chunkforge.index import Index  # noqa: E402
 
@@ -51,7 +52,7 @@ def spans(payload) -> list[tuple[str, int, int]]:
 def dataset(tmp_path_factory, encoder) -> Path:
     root = tmp_path_factory.mktemp("tree-dataset")
     docs = write_jsonl(root / "docs.jsonl", records())
-    pipeline.run([docs], root / "out", encoder=encoder, units="tree", shard_docs=4)
+    bulk.run([docs], root / "out", encoder=encoder, units="tree", shard_docs=4)
     return root / "out"
 
 
@@ -75,13 +76,13 @@ def test_the_job_writes_each_leaf_with_its_exact_span_and_tree(dataset):
     manifest = json.loads((dataset / "manifest.json").read_text())
     assert manifest["units"] == "tree" and manifest["chunker"]["leaf_tokens"] == 48
     texts = {d["id"]: d["text"] for d in records()}
-    rows = pipeline.read_dataset(dataset).to_pylist()
+    rows = bulk.read_dataset(dataset).to_pylist()
     assert len(rows) == manifest["rows"] and all(set(e) >= {"file", "trees"} for e in manifest["shards"])
     index = Index.build(records())
     for row in rows[:: max(len(rows) // 50, 1)]:
         text = texts[row["doc_id"]][row["start"] : row["end"]]
         assert row["token_count"] == index.tokenizer.count(text)
-        assert row["text_hash"] == pipeline.text_hash(text)
+        assert row["text_hash"] == text_hash(text)
 
 
 def test_metadata_is_kept_returned_and_filters_both_indexes(dataset, built, encoder, tmp_path):
@@ -114,17 +115,17 @@ def test_index_without_metadata_sends_none():
 def test_changed_document_rebuilds_its_shard_and_answers_as_a_clean_build(tmp_path, encoder):
     docs = records()
     path = write_jsonl(tmp_path / "docs.jsonl", docs)
-    pipeline.run([path], tmp_path / "out", encoder=encoder, units="tree", shard_docs=4)
+    bulk.run([path], tmp_path / "out", encoder=encoder, units="tree", shard_docs=4)
     changed = [dict(d) for d in docs]
     changed[5]["text"] = changed[5]["text"].replace(".", ";", 3) + "\n\nA new closing paragraph about installing."
     changed[7]["url"] = "https://example.org/moved"
     write_jsonl(path, changed)
-    summary = pipeline.run([path], tmp_path / "out", encoder=encoder, units="tree", shard_docs=4)
+    summary = bulk.run([path], tmp_path / "out", encoder=encoder, units="tree", shard_docs=4)
     assert summary.shards_kept >= 1 and 1 <= summary.shards_built < summary.shards_built + summary.shards_kept
     assert summary.embedded < summary.rows / 2  # unchanged leaves come from the vector cache
     fresh = tmp_path / "fresh.jsonl"
     write_jsonl(fresh, changed)
-    pipeline.run([fresh], tmp_path / "clean", encoder=encoder, units="tree", shard_docs=4)
+    bulk.run([fresh], tmp_path / "clean", encoder=encoder, units="tree", shard_docs=4)
     updated, clean = Index.from_dataset(tmp_path / "out", encoder), Index.from_dataset(tmp_path / "clean", encoder)
     assert updated.metadata(changed[7]["id"])["url"] == "https://example.org/moved"
     for question in [*QUESTIONS, "installing"]:
@@ -136,10 +137,10 @@ def test_changed_document_rebuilds_its_shard_and_answers_as_a_clean_build(tmp_pa
 
 def test_a_batch_missing_its_trees_is_rebuilt(tmp_path, encoder):
     path = write_jsonl(tmp_path / "docs.jsonl", records()[:6])
-    pipeline.run([path], tmp_path / "out", encoder=encoder, units="tree", shard_docs=2)
+    bulk.run([path], tmp_path / "out", encoder=encoder, units="tree", shard_docs=2)
     entry = json.loads((tmp_path / "out" / "manifest.json").read_text())["shards"][0]
     (tmp_path / "out" / entry["trees"]).unlink()
-    summary = pipeline.run([path], tmp_path / "out", encoder=encoder, units="tree", shard_docs=2)
+    summary = bulk.run([path], tmp_path / "out", encoder=encoder, units="tree", shard_docs=2)
     assert summary.shards_built == 1
     assert (tmp_path / "out" / entry["trees"]).is_file()
     assert Index.from_dataset(tmp_path / "out", encoder).leaf_count == summary.rows
@@ -147,7 +148,7 @@ def test_a_batch_missing_its_trees_is_rebuilt(tmp_path, encoder):
 
 def test_plain_chunks_are_refused_by_from_dataset(tmp_path, encoder):
     path = write_jsonl(tmp_path / "docs.jsonl", records()[:2])
-    pipeline.run([path], tmp_path / "out", encoder=encoder)
+    bulk.run([path], tmp_path / "out", encoder=encoder)
     with pytest.raises(ValueError, match="--index"):
         Index.from_dataset(tmp_path / "out", encoder)
 
@@ -166,7 +167,7 @@ def test_cli_embed_docs_index_then_query(tmp_path, capsys, model_cache):
     assert main(["embed-docs", str(path), "--out", str(tmp_path / "bad"), "--index", "--parent-tokens", "x"]) == 2
     assert "--parent-tokens" in capsys.readouterr().err
     assert main(["embed-docs", str(path), "--out", str(tmp_path / "bad"), "--index", "--leaf-tokens", "300"]) == 2
-    assert "parent_tokens" in capsys.readouterr().err
+    assert "--parent-tokens must be integers, decreasing and larger than leaf_tokens" in capsys.readouterr().err
 
 
 def test_cli_queries_the_job_output_with_a_metadata_filter(dataset, capsys, model_cache):

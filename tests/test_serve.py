@@ -413,13 +413,13 @@ def test_a_store_is_served_with_where_and_switches_at_each_commit(encoder, tmp_p
     """``chunkforge serve STORE``: answers as the StoreIndex in process, ``where`` pushed down,
     and a new commit of the store (an update by the bulk job) is the next version served."""
     pytest.importorskip("lancedb")
-    from chunkforge import pipeline
+    from chunkforge import bulk
     from chunkforge.index.store import write_store
 
     docs = [{**d, "acl": "staff" if i % 2 else "public"} for i, d in enumerate(small_docs(4))]
     source = tmp_path / "docs.jsonl"
     source.write_text("".join(json.dumps(d) + "\n" for d in docs[:3]), encoding="utf-8")
-    pipeline.run([source], tmp_path / "vectors", encoder=encoder, units="tree")
+    bulk.run([source], tmp_path / "vectors", encoder=encoder, units="tree")
     write_store(tmp_path / "vectors", tmp_path / "store")
     process, url = start_server(tmp_path / "store", "--reload-interval", "0.2")
     try:
@@ -439,7 +439,7 @@ def test_a_store_is_served_with_where_and_switches_at_each_commit(encoder, tmp_p
             assert staff["passages"] and {p["doc_id"] for p in staff["passages"]} <= {docs[1]["id"]}
             assert staff["metadata"][docs[1]["id"]]["acl"] == "staff"
             source.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
-            pipeline.run([source], tmp_path / "vectors", encoder=encoder, units="tree")
+            bulk.run([source], tmp_path / "vectors", encoder=encoder, units="tree")
             write_store(tmp_path / "vectors", tmp_path / "store")
             deadline = time.monotonic() + 60
             while client.get("/health").json()["version"] != "commit-000002" and time.monotonic() < deadline:

@@ -21,7 +21,7 @@ pytest.importorskip("hnswlib")
 pytest.importorskip("lancedb")
 
 import chunkforge  # noqa: E402
-from chunkforge import pipeline  # noqa: E402
+from chunkforge import bulk  # noqa: E402
 from chunkforge.index import Index  # noqa: E402
 from chunkforge.index.store import StoreIndex, write_store  # noqa: E402
 
@@ -66,10 +66,10 @@ def encoder(model_cache):
 def job(tmp_path_factory, encoder) -> Path:
     """A tree dataset of the records (vectors), its store, and a dataset of the changed records."""
     root = tmp_path_factory.mktemp("store")
-    pipeline.run(
+    bulk.run(
         [write_jsonl(root / "docs.jsonl", records())], root / "vectors", encoder=encoder, units="tree", shard_docs=4
     )
-    pipeline.run(
+    bulk.run(
         [write_jsonl(root / "new.jsonl", changed(records()))], root / "new", encoder=encoder, units="tree", shard_docs=4
     )
     write_store(root / "vectors", root / "store.lancedb")
@@ -254,10 +254,10 @@ def test_ann_index_finds_each_leaf(job, encoder, tmp_path, kind):
 def test_store_refuses_plain_chunks_and_other_settings(job, encoder, tmp_path):
     from chunkforge.errors import InputError
 
-    pipeline.run([write_jsonl(tmp_path / "d.jsonl", records(2))], tmp_path / "plain", encoder=encoder)
+    bulk.run([write_jsonl(tmp_path / "d.jsonl", records(2))], tmp_path / "plain", encoder=encoder)
     with pytest.raises(InputError, match="--index"):
         write_store(tmp_path / "plain", tmp_path / "s")
-    pipeline.run([tmp_path / "d.jsonl"], tmp_path / "other", encoder=encoder, units="tree", leaf_tokens=32)
+    bulk.run([tmp_path / "d.jsonl"], tmp_path / "other", encoder=encoder, units="tree", leaf_tokens=32)
     shutil.copytree(job / "store.lancedb", tmp_path / "store")
     with pytest.raises(InputError, match="other settings"):
         write_store(tmp_path / "other", tmp_path / "store")

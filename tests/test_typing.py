@@ -1,5 +1,5 @@
 """A user's script type-checks against chunkforge as its classes: the lazy exports of
-``chunkforge/__init__.py`` (``Encoder``, ``Index``, ``chunkforge.pipeline``, ...) are seen
+``chunkforge/__init__.py`` (``Encoder``, ``Index``, ``chunkforge.bulk``, ...) are seen
 by mypy as what they are, not as ``object``."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ index = Index.load("my-index")
 reveal_type(enc)
 reveal_type(index)
 reveal_type(chunkforge.Index.build)
-reveal_type(chunkforge.pipeline.run)
+reveal_type(chunkforge.bulk.run)
 reveal_type(RecursiveChunker(enc).chunk("x"))
 dim: int = enc.get_sentence_embedding_dimension()
 vectors = enc.embed(["a", "b"])
@@ -46,7 +46,7 @@ def test_lazy_exports_type_as_their_classes(tmp_path: Path) -> None:
     )
     revealed = [line.split("Revealed type is ", 1)[1] for line in run.stdout.splitlines() if "Revealed type" in line]
     assert revealed[:2] == ['"chunkforge.encoder.Encoder"', '"chunkforge.index.index.Index"'], run.stdout
-    assert "chunkforge.index.index.Index" in revealed[2] and "chunkforge.pipeline.JobSummary" in revealed[3]
+    assert "chunkforge.index.index.Index" in revealed[2] and "chunkforge.bulk.progress.JobSummary" in revealed[3]
     assert revealed[4] == '"list[chunkforge.chunk.Chunk]"'
     errors = [line for line in run.stdout.splitlines() if ": error:" in line]
     # the one mistake in the script is found, with the precise types; nothing else is reported

@@ -20,35 +20,38 @@ from .chunkers import (
     BatchSpans,
     Chunker,
     CodeChunker,
+    ContextAwareChunker,
     HierarchicalChunker,
+    LateChunker,
+    LateChunks,
+    LateTokens,
     MarkdownChunker,
     RecursiveChunker,
+    SemanticChunker,
     SentenceChunker,
     Spans,
     TokenChunker,
     language_for_path,
 )
 from .errors import ChunkforgeError, DatasetError, InputError
-from .late import LateChunker, LateChunks, LateTokens
-from .represent import ContextAwareChunker, context_prompt, contextualize, with_embed_text
-from .semantic import SemanticChunker
+from .represent import context_prompt, contextualize, with_embed_text
 from .tokenizer import Encoding, Tokenizer
 
 if TYPE_CHECKING:  # the lazy names below, as their classes and modules for type checkers and editors
-    from . import encoder, eval, index, integrations, pipeline, ray  # noqa: F401
+    from . import bulk, encoder, eval, index, integrations  # noqa: F401
     from .encoder import Encoder, TokenEmbeddings, TruncationWarning
     from .index import Hit, Index, Passage, Payload
 
 _ENCODER_NAMES = ("Encoder", "TokenEmbeddings", "TruncationWarning")
 _INDEX_NAMES = ("Hit", "Index", "Passage", "Payload")
-# submodules with dependencies of their own, imported on first use (``chunkforge.pipeline.run``)
-_SUBMODULES = ("encoder", "eval", "index", "integrations", "pipeline", "ray")
+# submodules with dependencies of their own, imported on first use (``chunkforge.bulk.run``)
+_SUBMODULES = ("bulk", "encoder", "eval", "index", "integrations")
 
 
 def __getattr__(name: str) -> object:
     """Imports the encoder (and onnxruntime) on first use of ``chunkforge.Encoder``,
     the index (hnswlib, bm25s, pyarrow) on first use of ``chunkforge.Index``, and the
-    submodules ``pipeline``, ``eval``, ``index``, ``integrations``, ``ray`` on first use."""
+    submodules ``bulk``, ``eval``, ``index``, ``integrations`` on first use."""
     if name in _SUBMODULES:
         import importlib
 

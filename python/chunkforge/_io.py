@@ -256,7 +256,7 @@ MANIFEST = "manifest.json"
 
 
 def read_manifest(out: str | os.PathLike[str]) -> dict[str, Any]:
-    """The manifest of a dataset folder written by the bulk job (:func:`chunkforge.pipeline.run`)."""
+    """The manifest of a dataset folder written by the bulk job (:func:`chunkforge.bulk.run`)."""
     path = Path(out) / MANIFEST
     try:
         manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))

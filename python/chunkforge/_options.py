@@ -1,29 +1,20 @@
 """Chunkers and encoders built from options: the CLI's flags and the bulk job's spec
-(``chunkforge.pipeline``) name them the same way, so both build them here.
+(:mod:`chunkforge.bulk`) name them the same way, so both build them here. Errors name the
+options (``model``, ``tokenizer``); the CLI spells them as its flags.
 
->>> from types import SimpleNamespace
->>> args = SimpleNamespace(strategy="markdown", tokenizer=None, model=None, max_tokens=64, overlap=0, levels="")
->>> ChunkerSet(args).key("notes.rst")
+>>> ChunkerSet(ChunkerOptions("markdown", max_tokens=64)).key("notes.rst")
 'rst'
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._io import syntax_or_default
 from .chunk import Chunk
-from .chunkers import (
-    CodeChunker,
-    HierarchicalChunker,
-    MarkdownChunker,
-    RecursiveChunker,
-    SentenceChunker,
-    TokenChunker,
-    language_for_path,
-)
+from .chunkers.registry import CHUNKERS, Limits, cli_strategies
 from .errors import InputError
 from .tokenizer import Tokenizer, as_tokenizer
 
@@ -33,50 +24,71 @@ if TYPE_CHECKING:
 
 CODE_SUFFIXES = (".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx", ".rs", ".go", ".java")
 
-STRATEGIES = ("token", "recursive", "sentence", "markdown", "code", "hierarchical")
+
+@dataclass(frozen=True)
+class ChunkerOptions:
+    """The chunkers to build: ``strategy`` and its limits (``max_tokens=None``: the tokenizer's
+    window; ``levels``: the tree's limits for ``hierarchical``), counting with ``tokenizer``
+    (a :class:`Tokenizer` or a ``tokenizer.json`` path), else ``model``'s tokenizer (None or
+    ``"default"``: the default model's).
+
+    >>> ChunkerOptions("hierarchical", levels=(512, 128)).levels
+    (512, 128)
+    """
+
+    strategy: str = "recursive"
+    max_tokens: int | None = None
+    overlap: int = 0
+    levels: tuple[int, ...] = ()
+    tokenizer: Tokenizer | str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class EncoderOptions:
+    """The encoder to load: ``model`` (a model folder, or ``"default"``), its ``variant``, and
+    the :class:`~chunkforge.Encoder` options of the same names (``threads``: ONNX Runtime's
+    intra-op threads).
+
+    >>> EncoderOptions(variant="fp32", threads=2).model
+    'default'
+    """
+
+    model: str = "default"
+    variant: str = "auto"
+    on_overflow: str = "warn"
+    max_batch_tokens: int | None = None
+    threads: int | None = None
+    show_progress: bool | None = None
 
 
 class ChunkerSet:
-    """The chunker for each document: one per strategy, and for ``markdown`` /
-    ``code`` one per syntax or language, picked from the document's name."""
+    """The chunker for each document: one per strategy (a kind of
+    :data:`~chunkforge.chunkers.registry.CHUNKERS`), and for a kind with syntaxes
+    (``markdown``, ``code``) one per syntax or language, picked from the document's name."""
 
-    def __init__(self, args: Any) -> None:
-        self.strategy, self.tokenizer = args.strategy, chunk_tokenizer(args)
-        self.max_tokens, self.overlap = args.max_tokens, args.overlap  # max_tokens None: the tokenizer's window
-        self.levels = parse_levels(args.levels) if args.strategy == "hierarchical" else ()
+    def __init__(self, options: ChunkerOptions) -> None:
+        if options.strategy not in cli_strategies():
+            raise InputError(f"strategy must be one of {', '.join(cli_strategies())}, not {options.strategy!r}")
+        self.strategy, self.kind = options.strategy, CHUNKERS[options.strategy]
+        self.tokenizer = chunk_tokenizer(options)
+        self.limits = Limits(options.max_tokens, options.overlap, options.levels)
         self._cache: dict[str, object] = {}
-        self.key("x.py" if args.strategy == "code" else "x.md")  # bad parameters fail before any input is read
+        self.key(self.kind.sample_name)  # bad parameters fail before any input is read
 
     def key(self, name: str) -> str:
         """Which chunker handles the document called ``name``."""
-        key: str
-        if self.strategy == "markdown":
-            key = syntax_or_default(name)  # the one rule of chunkforge._io
-        elif self.strategy == "code":
-            language = language_for_path(name)
-            if language is None:
-                raise InputError(f"{name}: cannot tell its programming language from the extension")
-            key = language
-        else:
-            key = self.strategy
+        key = self.strategy if self.kind.syntax_of is None else self.kind.syntax_of(name)
         if key not in self._cache:
             self._cache[key] = self._make(key)
         return key
 
     def _make(self, key: str) -> object:
-        tok, n, overlap = self.tokenizer, self.max_tokens, self.overlap
+        params = self.kind.limits(self.limits)
+        if self.kind.syntax_of is not None:
+            params[self.kind.syntax_keyword] = key
         try:
-            if self.strategy == "token":
-                return TokenChunker(tok, max_tokens=n, overlap=overlap)
-            if self.strategy == "sentence":
-                return SentenceChunker(tok, max_tokens=n, overlap_sentences=overlap)
-            if self.strategy == "markdown":
-                return MarkdownChunker(tok, max_tokens=n, overlap=overlap, syntax=key)
-            if self.strategy == "code":
-                return CodeChunker(tok, language=key, max_tokens=n)
-            if self.strategy == "hierarchical":
-                return HierarchicalChunker(tok, levels=self.levels)
-            return RecursiveChunker(tok, max_tokens=n, overlap=overlap)
+            return self.kind.factory(self.tokenizer, **params)
         except (OSError, ValueError, TypeError, ImportError) as exc:
             raise InputError(str(exc)) from exc
 
@@ -93,7 +105,7 @@ class ChunkerSet:
 
     def chunks(self, batch: list[Doc], threads: int | None) -> list[list[Chunk]]:
         """The chunks of every document of the batch, in order."""
-        if self.strategy == "hierarchical":
+        if self.kind.tree:
             tree = self.chunker("")
             return [tree.chunk(doc.text, doc_id=str(doc.doc_id)) for doc in batch]
         out: list[list[Chunk]] = [[] for _ in batch]
@@ -105,13 +117,13 @@ class ChunkerSet:
 
     def chunks_with_ids(self, batch: list[Doc], threads: int | None) -> list[tuple[list[Chunk], list[np.ndarray]]]:
         """Each document's chunks and each chunk's token ids (no special tokens), in order: the
-        ids the native chunkers sized the chunks on (``chunk_batch_ids``: one tokenization of
-        each document); a chunker without them (``CodeChunker``) has each chunk's text encoded."""
+        ids a kind with ``native_token_ids`` sized the chunks on (``chunk_batch_ids``: one
+        tokenization of each document); any other kind (``code``) has each chunk's text encoded."""
         out: list[tuple[list[Chunk], list[np.ndarray]]] = [([], []) for _ in batch]
         for key, members in self._groups(batch).items():
             chunker: Any = self._cache[key]
             texts = [batch[i].text for i in members]
-            done = chunker.chunk_batch_ids(texts, threads=threads)
+            done = chunker.chunk_batch_ids(texts, threads=threads) if self.kind.native_token_ids else None
             if done is None:
                 chunks = chunker.chunk_batch(texts, threads=threads)
                 done = (chunks, [[self.tokenizer.encode_offsets(c.text).ids for c in cs] for cs in chunks])
@@ -120,49 +132,34 @@ class ChunkerSet:
         return out
 
 
-def chunk_tokenizer(args: Any) -> Tokenizer:
-    """The tokenizer of ``chunk``: ``--tokenizer FILE``, else ``--model``'s (the default
-    model's when not given), which knows the model's window (the default ``--max-tokens``)."""
+def chunk_tokenizer(options: ChunkerOptions) -> Tokenizer:
+    """The tokenizer that counts: ``options.tokenizer``, else ``options.model``'s (the default
+    model's when not given), which knows the model's window (the default ``max_tokens``)."""
     try:
-        if args.tokenizer is not None:
-            return as_tokenizer(args.tokenizer)
-        if args.model in (None, "default"):
+        if options.tokenizer is not None:
+            return as_tokenizer(options.tokenizer)
+        if options.model in (None, "default"):
             return Tokenizer.default_model()
-        return Tokenizer.from_pretrained(args.model)
+        return Tokenizer.from_pretrained(options.model)
     except (OSError, ValueError, TypeError) as exc:
-        flag = "--tokenizer" if args.tokenizer is not None else "--model"
-        prefix = "" if args.tokenizer is not None else f"{flag} {args.model}: "
+        prefix = "" if options.tokenizer is not None else f"model {options.model}: "
         raise InputError(f"{prefix}{exc}") from exc
 
 
-def parse_levels(spec: str) -> tuple[int, ...]:
-    """``"2048,512,128"`` as a tuple of ints."""
-    try:
-        return tuple(int(x) for x in spec.split(","))
-    except ValueError as exc:
-        raise InputError(f"--levels must be comma-separated integers, got {spec!r}") from exc
-
-
-def load_encoder(args: Any) -> Encoder:
-    """The encoder named by ``--model``; InputError names the bad argument."""
-    for name in ("threads", "max_batch_tokens", "part_rows"):
-        value = getattr(args, name, None)  # a command may lack the flag
-        if value is not None and value < 1:
-            raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
-    options = {
-        "on_overflow": getattr(args, "on_overflow", "warn"),
-        "max_batch_tokens": getattr(args, "max_batch_tokens", None),
-        "intra_op_threads": args.threads,
+def load_encoder(options: EncoderOptions) -> Encoder:
+    """The encoder named by ``options.model``; InputError names the model."""
+    settings = {
+        "on_overflow": options.on_overflow,
+        "max_batch_tokens": options.max_batch_tokens,
+        "intra_op_threads": options.threads,
     }
     try:
         from .encoder import Encoder
 
-        show = False if args.no_progress else None
-        if args.model == "default":
-            encoder = Encoder.default(args.variant, show_progress=show, **options)
-        else:
-            encoder = Encoder.from_pretrained(args.model, variant=args.variant, show_progress=show, **options)
+        if options.model == "default":
+            return Encoder.default(options.variant, show_progress=options.show_progress, **settings)
+        return Encoder.from_pretrained(
+            options.model, variant=options.variant, show_progress=options.show_progress, **settings
+        )
     except (ImportError, OSError, ValueError) as exc:
-        raise InputError(f"--model {args.model}: {exc}") from exc
-    encoder.overflow_option = "--on-overflow {}"  # messages name the flag, not the Python keyword
-    return encoder
+        raise InputError(f"model {options.model}: {exc}") from exc

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
+from ._checks import check_int
 from ._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS, DEFAULT_OPENVINO_BATCH_TOKENS, VARIANTS
-from .chunkers._base import check_int
 from .tokenizer import Tokenizer, model_max_length
 
 if TYPE_CHECKING:

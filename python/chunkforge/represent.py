@@ -3,8 +3,8 @@ more than the chunk's source span (document title, heading path, context), while
 ``start``/``end`` keep pointing at the span.
 
 - :func:`with_embed_text` renders ``embed_text`` from a template;
-- :class:`ContextAwareChunker` wraps a chunker so that ``embed_text``, prefix
-  included, fits the token limit;
+- :class:`~chunkforge.chunkers.context_aware.ContextAwareChunker` wraps a chunker so that
+  ``embed_text``, prefix included, fits the token limit;
 - :func:`contextualize` asks the user's LLM function for a short context per chunk
   (the contextual-retrieval recipe), cached in SQLite by (document hash, span).
 
@@ -24,11 +24,9 @@ import string
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
-from .chunk import Chunk, ChunkBatch, Chunks
-from .chunkers._base import BatchSpans, Spans, batch_spans_of, check_int, rebuild, spans_of
-from .tokenizer import _as_list
+from ._checks import check_int
+from .chunk import Chunk, Chunks
 
 DEFAULT_TEMPLATE = "{title} > {heading_path}\n\n{context}\n\n{text}"
 FIELDS = ("title", "heading_path", "context", "text")
@@ -100,110 +98,6 @@ def with_embed_text(chunks: Iterable[Chunk], title: str | None = None, template:
     """
     _parse(template)
     return Chunks(dataclasses.replace(c, embed_text=render(c, title, template)) for c in chunks)
-
-
-class ContextAwareChunker:
-    """Wraps a chunker (one with ``max_tokens``: token, recursive, sentence,
-    markdown) so that every chunk carries ``embed_text`` and ``embed_text``, prefix
-    included, has at most ``max_tokens`` tokens (default: the chunker's).
-
-    By default the budget is measured: the document is chunked with the chunker's
-    limit lowered by the largest prefix that overflows, until every rendered chunk
-    fits. ``reserve_tokens=N`` instead sets aside ``N`` tokens for every prefix
-    (room for :func:`contextualize`'s generated context too), and a prefix longer
-    than that raises ``ValueError``. Offsets still index the source text.
-
-    >>> chunker = ContextAwareChunker(MarkdownChunker(max_tokens=64))  # doctest: +SKIP
-    >>> all(tok.count(c.embed_text) <= 64 for c in chunker.chunk(doc, title="Guide"))  # doctest: +SKIP
-    True
-    """
-
-    def __init__(
-        self,
-        chunker: Any,
-        max_tokens: int | None = None,
-        *,
-        reserve_tokens: int | None = None,
-        template: str = DEFAULT_TEMPLATE,
-    ) -> None:
-        params = getattr(chunker, "_params", None)
-        if not callable(params) or "max_tokens" not in params():
-            raise TypeError(f"chunker must be a chunkforge chunker with max_tokens, not {type(chunker).__name__}")
-        self.chunker = chunker
-        self.tokenizer = chunker.tokenizer
-        self.max_tokens = chunker.max_tokens if max_tokens is None else check_int("max_tokens", max_tokens, 1)
-        self.reserve_tokens = None if reserve_tokens is None else check_int("reserve_tokens", reserve_tokens, 0)
-        if self.reserve_tokens is not None and self.reserve_tokens >= self.max_tokens:
-            raise ValueError(f"reserve_tokens ({reserve_tokens}) must be smaller than max_tokens ({self.max_tokens})")
-        _parse(template)
-        self.template = template
-
-    def chunk(self, text: str, title: str | None = None) -> list[Chunk]:
-        """Chunks one document; ``title`` goes into each chunk's ``embed_text``."""
-        budget = self.max_tokens - (self.reserve_tokens or 0)
-        while True:
-            chunks = with_embed_text(self._chunker(budget).chunk(text), title, self.template)
-            counts = self.tokenizer.count_batch([c.embed_text for c in chunks])
-            worst = int(counts.argmax()) if len(chunks) else 0
-            excess = int(counts[worst]) - self.max_tokens if len(chunks) else 0
-            if excess <= 0:
-                return chunks
-            prefix = int(counts[worst]) - chunks[worst].token_count
-            if self.reserve_tokens is not None:
-                raise ValueError(
-                    f"chunk {worst}'s prefix needs about {prefix} tokens, more than "
-                    f"reserve_tokens={self.reserve_tokens}"
-                )
-            if budget - excess < 1:
-                raise ValueError(
-                    f"chunk {worst}'s prefix alone has about {prefix} tokens, more than max_tokens={self.max_tokens}"
-                )
-            budget -= excess
-
-    __call__ = chunk
-
-    def chunk_batch(self, texts: Iterable[str], titles: Sequence[str | None] | None = None) -> list[list[Chunk]]:
-        """:meth:`chunk` for many documents, ``titles[i]`` for ``texts[i]``."""
-        texts = _as_list(texts)
-        titles = [None] * len(texts) if titles is None else list(titles)
-        if len(titles) != len(texts):
-            raise ValueError(f"titles must hold one title per text: {len(titles)} for {len(texts)} texts")
-        return ChunkBatch(self.chunk(t, title) for t, title in zip(texts, titles))
-
-    def spans(self, text: str) -> Spans:
-        """The chunks' spans as numpy columns."""
-        return spans_of(self.chunk(text))
-
-    def spans_batch(self, texts: Iterable[str]) -> BatchSpans:
-        """The chunks' spans of many documents as numpy columns."""
-        return batch_spans_of(self.chunk_batch(texts))
-
-    def _chunker(self, budget: int) -> Any:
-        params = self.chunker._params()
-        if params["max_tokens"] == budget:
-            return self.chunker
-        params["max_tokens"] = budget
-        if params.get("overlap", 0) >= budget:
-            params["overlap"] = budget - 1
-        if params.get("min_tokens", 0) > budget:
-            params["min_tokens"] = budget
-        return type(self.chunker)(**params)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickles as its parameters (the wrapped chunker re-created from its own)."""
-        params = {
-            "chunker": self.chunker,
-            "max_tokens": self.max_tokens,
-            "reserve_tokens": self.reserve_tokens,
-            "template": self.template,
-        }
-        return (rebuild, (ContextAwareChunker, params))
-
-    def __repr__(self) -> str:
-        return (
-            f"ContextAwareChunker({self.chunker!r}, max_tokens={self.max_tokens}, "
-            f"reserve_tokens={self.reserve_tokens}, template={self.template!r})"
-        )
 
 
 def contextualize(

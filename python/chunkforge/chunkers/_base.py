@@ -9,6 +9,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 
 from .. import _native
+from .._checks import check_int
 from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import Tokenizer, _as_list, as_tokenizer, check_threads
 
@@ -80,25 +81,6 @@ def _columns_table(columns: NamedTuple) -> Any:
     except ImportError as exc:
         raise ImportError('to_arrow() needs pyarrow: pip install "chunkforge[parquet]"') from exc
     return pa.table({name: pa.array(np.asarray(col)) for name, col in zip(columns._fields, columns)})
-
-
-# the largest count the native core takes (a 64-bit signed integer)
-INT_MAX = 2**63 - 1
-
-
-def check_int(name: str, value: Any, minimum: int, maximum: int = INT_MAX) -> int:
-    """``value`` as an int in ``[minimum, maximum]``; errors name the parameter."""
-    if type(value) is int:  # the common case, first: no conversion
-        number: int = value
-    elif isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    else:
-        number = int(value)
-    if number < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {number}")
-    if number > maximum:
-        raise ValueError(f"{name} must be <= {maximum}, got {number}")
-    return number
 
 
 DEFAULT_MAX_TOKENS = 512

@@ -7,9 +7,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .. import _native
+from .._checks import check_int
 from ..chunk import Chunk, ChunkBatch, Chunks
 from ..tokenizer import _as_list, as_tokenizer
-from ._base import BatchSpans, Spans, batch_spans_of, check_int, rebuild, spans_of
+from ._base import BatchSpans, Spans, batch_spans_of, rebuild, spans_of
 from .recursive import RecursiveChunker
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _native
-from ._base import BaseChunker, check_int
+from .._checks import check_int
+from ._base import BaseChunker
 
 
 class SentenceChunker(BaseChunker):

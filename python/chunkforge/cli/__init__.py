@@ -2,7 +2,7 @@
 
 - ``chunkforge chunk PATH...`` (:mod:`~chunkforge.cli.chunk`): chunks into JSON lines or Parquet;
 - ``chunkforge embed CHUNKS --out FILE`` (:mod:`~chunkforge.cli.embed`): embeds chunk records, resumably;
-- ``chunkforge embed-docs DOCS --out DATASET`` (:mod:`chunkforge.pipeline`): the bulk job;
+- ``chunkforge embed-docs DOCS --out DATASET`` (:mod:`~chunkforge.cli.embed_docs`): the bulk job;
 - ``chunkforge index build`` / ``chunkforge query`` (:mod:`~chunkforge.cli.index`, :mod:`~chunkforge.cli.query`);
 - ``chunkforge eval`` (:mod:`~chunkforge.cli.eval`): compares chunking configs;
 - ``chunkforge serve INDEX`` (:mod:`~chunkforge.cli.serve`): the query service.
@@ -32,7 +32,7 @@ COMMANDS = {
     "index": ".index",
     "query": ".query",
     "serve": ".serve",
-    "embed-docs": "..pipeline",
+    "embed-docs": ".embed_docs",
 }
 """Each command and the module (relative to this package) with its ``add_parser`` and ``run``."""
 
@@ -42,9 +42,7 @@ def _command(name: str) -> ModuleType:
 
 
 def _run(name: str, args: argparse.Namespace) -> str:
-    module = _command(name)
-    run = getattr(module, "run_command", None) or module.run  # the bulk job's is run_command
-    return str(run(args))
+    return str(_command(name).run(args))
 
 
 def build_parser() -> argparse.ArgumentParser:

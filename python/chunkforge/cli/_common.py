@@ -1,16 +1,22 @@
-"""What the commands share: where output goes (atomically), and the checks of ``--out``."""
+"""What the commands share: where output goes (atomically), the checks of ``--out``, the
+encoder of ``--model``, and library errors spelled with the command's flags."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from .._io import atomic_file  # noqa: F401  (re-exported for the commands)
+from .._options import EncoderOptions, load_encoder
 from ..errors import InputError
+
+if TYPE_CHECKING:
+    from ..encoder import Encoder
 
 
 @contextlib.contextmanager
@@ -42,3 +48,39 @@ def load_index_encoder(index: Any) -> None:
         _ = index.encoder
     except (ImportError, OSError, ValueError) as exc:
         raise InputError(f"cannot load the index's encoder: {exc}") from exc
+
+
+def flag_named(message: str, flags: Mapping[str, str]) -> str:
+    """A library error's ``message`` with the parameter it starts with, or names in
+    parentheses, spelled as the command's flag (``flags``: parameter -> flag).
+
+    >>> flag_named("max_tokens must be >= 1, not 0", {"max_tokens": "--max-tokens"})
+    '--max-tokens must be >= 1, not 0'
+    >>> flag_named('d.jsonl:1: record has no "kye" (id_column)', {"id_column": "--id-column"})
+    'd.jsonl:1: record has no "kye" (--id-column)'
+    """
+    names = "|".join(re.escape(name) for name in flags)
+    return re.sub(rf"^(?:{names})\b|(?<=\()(?:{names})(?=\))", lambda m: flags[m.group(0)], message)
+
+
+def load_cli_encoder(args: Any) -> Encoder:
+    """The encoder of ``--model`` and the command's other encoder flags (a command may lack
+    ``--on-overflow`` or ``--max-batch-tokens``); errors and overflow messages name the flags."""
+    for name in ("threads", "max_batch_tokens", "shard_rows"):
+        value = getattr(args, name, None)
+        if value is not None and value < 1:
+            raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    options = EncoderOptions(
+        model=args.model,
+        variant=args.variant,
+        on_overflow=getattr(args, "on_overflow", "warn"),
+        max_batch_tokens=getattr(args, "max_batch_tokens", None),
+        threads=args.threads,
+        show_progress=False if args.no_progress else None,
+    )
+    try:
+        encoder = load_encoder(options)
+    except InputError as exc:
+        raise InputError(flag_named(str(exc), {"model": "--model"})) from exc
+    encoder.overflow_option = "--on-overflow {}"
+    return encoder

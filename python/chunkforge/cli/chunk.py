@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .._io import FOLDER_SUFFIXES, Doc, atomic_file, check_paths, expand, read_documents
-from .._options import CODE_SUFFIXES, STRATEGIES, ChunkerSet
+from .._options import CODE_SUFFIXES, ChunkerOptions, ChunkerSet
 from .._progress import progress
 from ..chunk import Chunk
 from ..chunkers import node_id
+from ..chunkers.registry import cli_strategies
 from ..errors import InputError
 from ..tokenizer import check_threads
-from ._common import open_output, refuse_output_input
+from ._common import flag_named, open_output, refuse_output_input
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -67,7 +68,7 @@ def add_parser(commands: Any) -> None:
     )
     chunk.add_argument(
         "--strategy",
-        choices=STRATEGIES,
+        choices=cli_strategies(),
         default="recursive",
         help="how to cut (default recursive)",
     )
@@ -269,13 +270,27 @@ def open_chunk_writer(path: str | None) -> Iterator[ChunkWriter]:
         yield ChunkWriter(out, None, csv=fmt == "csv")
 
 
+def chunker_options(args: argparse.Namespace) -> ChunkerOptions:
+    """The chunkers the flags ask for (``--levels`` read for ``--strategy hierarchical`` only)."""
+    levels: tuple[int, ...] = ()
+    if args.strategy == "hierarchical":
+        try:
+            levels = tuple(int(x) for x in args.levels.split(","))
+        except ValueError as exc:
+            raise InputError(f"--levels must be comma-separated integers, got {args.levels!r}") from exc
+    return ChunkerOptions(args.strategy, args.max_tokens, args.overlap, levels, args.tokenizer, args.model)
+
+
 def run(args: argparse.Namespace) -> str:
     """The ``chunk`` command; returns the summary line, raises InputError on bad input or arguments."""
     try:
         check_threads(args.threads)
     except ValueError as exc:
         raise InputError(f"--{exc}") from exc
-    chunkers = ChunkerSet(args)
+    try:
+        chunkers = ChunkerSet(chunker_options(args))
+    except InputError as exc:
+        raise InputError(flag_named(str(exc), {"model": "--model"})) from exc
     out_format(args.out)
     check_paths(args.paths)
     suffixes = CODE_SUFFIXES if args.strategy == "code" else FOLDER_SUFFIXES

@@ -1,9 +1,9 @@
 """``chunkforge embed CHUNKS --out FILE``: embeds chunk records into vectors.
 
-The chunks are streamed in parts of ``--part-rows`` records; each part's vectors go
-to a file named after a hash of the part and the settings, in ``<out>.parts/``,
-written atomically. A rerun after a crash reuses the parts already written and
-recomputes the rest, so no row is lost or repeated; the parts are then joined into
+The chunks are streamed in shards of ``--shard-rows`` records; each shard's vectors go
+to a file named after a hash of the shard and the settings, in ``<out>.shards/``,
+written atomically. A rerun after a crash reuses the shards already written and
+recomputes the rest, so no row is lost or repeated; the shards are then joined into
 ``--out`` (atomically) and the folder is removed.
 
 >>> output_format("-")
@@ -29,17 +29,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from .._io import atomic_file, checksum_ok, read_records, record_doc_id, record_text, write_checksum
-from .._options import load_encoder
 from .._progress import progress
 from ..errors import InputError
-from ._common import refuse_output_input
+from ._common import load_cli_encoder, refuse_output_input
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from ..encoder import Encoder
 
-PART_ROWS = 4096
+SHARD_ROWS = 4096
 
 
 class ChunkRecord(NamedTuple):
@@ -108,14 +107,14 @@ def add_parser(commands: Any) -> None:
         help=f"padded tokens per batch (default: {DEFAULT_OPENVINO_BATCH_TOKENS} with OpenVINO, "
         f"{DEFAULT_CPU_BATCH_TOKENS} on CPU, {DEFAULT_GPU_BATCH_TOKENS} on GPU)",
     )
-    embed.add_argument("--part-rows", type=int, default=PART_ROWS, metavar="N", help="chunks per resumable part")
+    embed.add_argument("--shard-rows", type=int, default=SHARD_ROWS, metavar="N", help="chunks per resumable shard")
     embed.add_argument("--threads", type=int, metavar="N", help="ONNX Runtime intra-op threads (default: all cores)")
     embed.add_argument("--no-progress", action="store_true", help="no progress bars (shown only on a terminal)")
     embed.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
 
 
-EmbedPart = Callable[[list[ChunkRecord], int], np.ndarray]
-"""``embed(part, first)``: the vectors of a part whose first chunk is number ``first``."""
+EmbedShard = Callable[[list[ChunkRecord], int], np.ndarray]
+"""``embed(shard, first)``: the vectors of a shard whose first chunk is number ``first``."""
 
 
 def parse_chunk_record(where: str, record: dict[str, Any]) -> ChunkRecord:
@@ -165,9 +164,9 @@ def record_fields(record: ChunkRecord, fields: list[str] | tuple[()] | None) -> 
     return {name: record.fields.get(name) for name in fields}
 
 
-def write_part(path: Path, part: list[ChunkRecord], vectors: np.ndarray, fmt: str, fields: list[str] | None) -> None:
-    """One part's vectors (and ids and ``fields``, for Parquet), written atomically, then
-    its checksum beside it (``PART.sha256``): a part is reused only when both agree."""
+def write_shard(path: Path, shard: list[ChunkRecord], vectors: np.ndarray, fmt: str, fields: list[str] | None) -> None:
+    """One shard's vectors (and ids and ``fields``, for Parquet), written atomically, then
+    its checksum beside it (``SHARD.sha256``): a shard is reused only when both agree."""
     with atomic_file(path) as tmp:
         if fmt == "npy":
             with open(tmp, "wb") as f:
@@ -175,41 +174,41 @@ def write_part(path: Path, part: list[ChunkRecord], vectors: np.ndarray, fmt: st
         else:
             import pyarrow.parquet as pq
 
-            pq.write_table(chunk_table(part, vectors, fields), tmp)
+            pq.write_table(chunk_table(shard, vectors, fields), tmp)
     write_checksum(path)
 
 
-def chunk_table(part: list[ChunkRecord], vectors: np.ndarray, fields: list[str] | tuple[()] | None = ()) -> pa.Table:
+def chunk_table(shard: list[ChunkRecord], vectors: np.ndarray, fields: list[str] | tuple[()] | None = ()) -> pa.Table:
     """A pyarrow table: ``doc_id`` string, ``index`` int64, the chunk record ``fields``
     (types as pyarrow infers them), ``vector`` fixed-size list of float32."""
     import pyarrow as pa
 
     dim = vectors.shape[1]
     column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dim)
-    kept = pa.Table.from_pylist([record_fields(r, fields) for r in part]) if fields != () and part else None
+    kept = pa.Table.from_pylist([record_fields(r, fields) for r in shard]) if fields != () and shard else None
     columns = {
-        "doc_id": pa.array([r.doc_id for r in part], pa.string()),
-        "index": pa.array([r.index for r in part], pa.int64()),
+        "doc_id": pa.array([r.doc_id for r in shard], pa.string()),
+        "index": pa.array([r.index for r in shard], pa.int64()),
     }
     if kept is not None:
         columns.update({name: kept.column(name) for name in kept.column_names})
     elif fields:
-        columns.update({name: pa.nulls(len(part)) for name in fields})
+        columns.update({name: pa.nulls(len(shard)) for name in fields})
     return pa.table({**columns, "vector": column})
 
 
-def join_parts(parts: list[Path], out: Path, fmt: str, dim: int) -> None:
-    """Concatenates the part files into ``out`` (atomically), one part in memory at a time."""
+def join_shards(shards: list[Path], out: Path, fmt: str, dim: int) -> None:
+    """Concatenates the shard files into ``out`` (atomically), one shard in memory at a time."""
     with atomic_file(out) as tmp:
         if fmt == "npy":
-            rows = sum(np.load(p, mmap_mode="r").shape[0] for p in parts)
+            rows = sum(np.load(p, mmap_mode="r").shape[0] for p in shards)
             if rows == 0:
                 with open(tmp, "wb") as f:
                     np.save(f, np.zeros((0, dim), np.float32))
                 return
             joined = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(rows, dim))
             start = 0
-            for p in parts:
+            for p in shards:
                 block = np.load(p, mmap_mode="r")
                 joined[start : start + len(block)] = block
                 start += len(block)
@@ -219,14 +218,14 @@ def join_parts(parts: list[Path], out: Path, fmt: str, dim: int) -> None:
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            schemas = [pq.read_schema(p) for p in parts] or [chunk_table([], np.zeros((0, dim), np.float32)).schema]
-            try:  # fields kept beside the vector: a column all null in one part takes its type from the others
+            schemas = [pq.read_schema(p) for p in shards] or [chunk_table([], np.zeros((0, dim), np.float32)).schema]
+            try:  # fields kept beside the vector: a column all null in one shard takes its type from the others
                 schema = pa.unify_schemas(schemas, promote_options="permissive")
             except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
                 raise InputError(f"--fields: a field has different types in different chunks ({exc})") from exc
             schema = pa.schema([f for f in schema if f.name != "vector"] + [schema.field("vector")])
             with pq.ParquetWriter(tmp, schema) as writer:
-                for p in parts:
+                for p in shards:
                     table = pq.read_table(p)
                     writer.write_table(
                         pa.Table.from_arrays(
@@ -241,10 +240,10 @@ def join_parts(parts: list[Path], out: Path, fmt: str, dim: int) -> None:
                     )
 
 
-def part_digest(settings: str, part: list[ChunkRecord]) -> str:
-    """A hash of the settings and the part's records: names the part file."""
+def shard_digest(settings: str, shard: list[ChunkRecord]) -> str:
+    """A hash of the settings and the shard's records: names the shard file."""
     digest = hashlib.sha256(settings.encode())
-    for record in part:
+    for record in shard:
         digest.update(json.dumps(record, ensure_ascii=False).encode() + b"\n")
     return digest.hexdigest()[:16]
 
@@ -256,7 +255,7 @@ def run(args: argparse.Namespace) -> str:
     out, fmt = output_format(args.out)
     refuse_output_input(str(out), [args.path])
     fields = parse_fields(args.fields, fmt)
-    encoder = load_encoder(args)
+    encoder = load_cli_encoder(args)
     from ..encoder import TruncationWarning
 
     records = (parse_chunk_record(where, record) for where, record, _ in read_records(args.path))
@@ -266,31 +265,31 @@ def run(args: argparse.Namespace) -> str:
     ):
         warnings.simplefilter("always", TruncationWarning)
 
-        def embed(part: list[ChunkRecord], first: int) -> np.ndarray:
+        def embed(shard: list[ChunkRecord], first: int) -> np.ndarray:
             try:
-                vectors = encoder.embed([r.text for r in part], show_progress=bar)
+                vectors = encoder.embed([r.text for r in shard], show_progress=bar)
             except ValueError as exc:
-                raise InputError(f"{args.path}, chunks {first}-{first + len(part) - 1}: {exc}") from exc
+                raise InputError(f"{args.path}, chunks {first}-{first + len(shard) - 1}: {exc}") from exc
             for warning in caught:
                 print(
-                    f"chunkforge: warning: {args.path}, chunks {first}-{first + len(part) - 1}: {warning.message}",
+                    f"chunkforge: warning: {args.path}, chunks {first}-{first + len(shard) - 1}: {warning.message}",
                     file=sys.stderr,
                 )
             caught.clear()
             return vectors
 
         if fmt == "jsonl":
-            return stream_embeddings(records, args.part_rows, embed, fields)
-        return embed_in_parts(args, out, fmt, encoder, records, embed, fields, bar)
+            return stream_embeddings(records, args.shard_rows, embed, fields)
+        return embed_in_shards(args, out, fmt, encoder, records, embed, fields, bar)
 
 
 def stream_embeddings(
-    records: Iterator[ChunkRecord], part_rows: int, embed: EmbedPart, fields: list[str] | None
+    records: Iterator[ChunkRecord], shard_rows: int, embed: EmbedShard, fields: list[str] | None
 ) -> str:
     """``--out -``: one JSON line a chunk on stdout (``doc_id``, ``index``, the kept fields, ``vector``)."""
     count = 0
-    while part := list(itertools.islice(records, part_rows)):
-        vectors = embed(part, count)
+    while shard := list(itertools.islice(records, shard_rows)):
+        vectors = embed(shard, count)
         sys.stdout.write(
             "".join(
                 json.dumps(
@@ -303,25 +302,25 @@ def stream_embeddings(
                     ensure_ascii=False,
                 )
                 + "\n"
-                for r, v in zip(part, vectors)
+                for r, v in zip(shard, vectors)
             )
         )
-        count += len(part)
+        count += len(shard)
     sys.stdout.flush()
     return f"{count} chunks embedded -> stdout"
 
 
-def embed_in_parts(
+def embed_in_shards(
     args: argparse.Namespace,
     out: Path,
     fmt: str,
     encoder: Encoder,
     records: Iterator[ChunkRecord],
-    embed: EmbedPart,
+    embed: EmbedShard,
     fields: list[str] | None,
     bar: Any,
 ) -> str:
-    """Resumable output: parts written atomically, reused on a rerun, then joined."""
+    """Resumable output: shards written atomically, reused on a rerun, then joined."""
     graph = encoder.graph.stat()
     settings = json.dumps(
         [
@@ -331,47 +330,47 @@ def embed_in_parts(
             encoder.max_length,
             encoder.pooling,
             encoder.normalize,
-            args.part_rows,
+            args.shard_rows,
             fmt,
             fields,
         ]
     )
-    parts_dir = out.with_name(out.name + ".parts")
+    shards_dir = out.with_name(out.name + ".shards")
     try:
-        parts_dir.mkdir(exist_ok=True)
+        shards_dir.mkdir(exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot write --out {out}: {exc.strerror or exc}") from exc
     try:
-        return embed_parts(args, out, fmt, encoder, records, embed, fields, bar, settings, parts_dir)
+        return embed_shards(args, out, fmt, encoder, records, embed, fields, bar, settings, shards_dir)
     finally:
         with contextlib.suppress(OSError):
-            parts_dir.rmdir()  # only when empty: a failure before any part leaves no folder
+            shards_dir.rmdir()  # only when empty: a failure before any shard leaves no folder
 
 
-def embed_parts(
+def embed_shards(
     args: argparse.Namespace,
     out: Path,
     fmt: str,
     encoder: Encoder,
     records: Iterator[ChunkRecord],
-    embed: EmbedPart,
+    embed: EmbedShard,
     fields: list[str] | None,
     bar: Any,
     settings: str,
-    parts_dir: Path,
+    shards_dir: Path,
 ) -> str:
-    """The parts (a part is reused when its checksum agrees), joined into ``out``."""
-    parts: list[Path] = []
+    """The shards (a shard is reused when its checksum agrees), joined into ``out``."""
+    shards: list[Path] = []
     embedded = reused = 0
-    while part := list(itertools.islice(records, args.part_rows)):
-        path = parts_dir / f"part-{len(parts):06d}-{part_digest(settings, part)}.{fmt}"
+    while shard := list(itertools.islice(records, args.shard_rows)):
+        path = shards_dir / f"shard-{len(shards):06d}-{shard_digest(settings, shard)}.{fmt}"
         if checksum_ok(path):
-            reused += len(part)
-            bar.update(len(part))
+            reused += len(shard)
+            bar.update(len(shard))
         else:
-            write_part(path, part, embed(part, embedded + reused), fmt, fields)
-            embedded += len(part)
-        parts.append(path)
-    join_parts(parts, out, fmt, encoder.dim)
-    shutil.rmtree(parts_dir)
+            write_shard(path, shard, embed(shard, embedded + reused), fmt, fields)
+            embedded += len(shard)
+        shards.append(path)
+    join_shards(shards, out, fmt, encoder.dim)
+    shutil.rmtree(shards_dir)
     return f"{embedded + reused} chunks ({embedded} embedded, {reused} from an earlier run) -> {out}"

@@ -14,9 +14,8 @@ from typing import Any
 
 from .._io import check_paths, is_record_file
 from .._io import read_documents as read_inputs
-from .._options import load_encoder
 from ..errors import InputError
-from ._common import load_index_encoder
+from ._common import load_cli_encoder, load_index_encoder
 
 
 def add_parser(commands: Any) -> None:
@@ -106,7 +105,7 @@ def run(args: argparse.Namespace) -> str:
         raise InputError(str(exc)) from exc
     if args.index_command == "build":
         check_paths(args.paths)
-        encoder = load_encoder(args)
+        encoder = load_cli_encoder(args)
         try:
             index = Index(
                 encoder,

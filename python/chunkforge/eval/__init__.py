@@ -24,16 +24,13 @@ from __future__ import annotations
 from .._search import EXACT_MAX, VectorSearch
 from ..errors import DatasetError
 from .configs import (
-    CHUNKERS,
     REPRESENTATIONS,
-    ChunkerFactory,
     Config,
     Representation,
     embed_texts,
     heading_representation,
     heading_texts,
     plain_representation,
-    register_chunker,
     register_representation,
 )
 from .datasets import Document, Query, Span, load_corpus, load_queries
@@ -43,11 +40,9 @@ from .retrieval import Embed, EmbeddingCache, budget_cut, encoder_key
 from .run import Result, evaluate, evaluate_index
 
 __all__ = [
-    "CHUNKERS",
     "EXACT_MAX",
     "METRICS",
     "REPRESENTATIONS",
-    "ChunkerFactory",
     "Config",
     "DatasetError",
     "Document",
@@ -72,7 +67,6 @@ __all__ = [
     "markdown",
     "plain_representation",
     "plot",
-    "register_chunker",
     "register_representation",
     "report",
     "score",

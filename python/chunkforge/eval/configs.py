@@ -1,5 +1,5 @@
-"""What ``chunkforge eval`` compares: chunker and representation registries and the
-TOML :class:`Config` of one configuration.
+"""What ``chunkforge eval`` compares: the representation registry (chunkers are those of
+:mod:`chunkforge.chunkers.registry`) and the TOML :class:`Config` of one configuration.
 
 >>> Config.load("tests/data/eval/configs/recursive-254.toml").chunker
 {'type': 'recursive', 'max_tokens': 254}
@@ -21,8 +21,8 @@ import numpy as np
 
 from .._io import syntax_or_default
 from ..chunk import Chunk
-from ..chunkers import MarkdownChunker, RecursiveChunker, SentenceChunker, TokenChunker
 from ..chunkers.markdown import sections
+from ..chunkers.registry import eval_chunkers
 from ..errors import DatasetError
 from ..represent import render
 from ..tokenizer import Tokenizer
@@ -39,14 +39,6 @@ chunks (document order, then chunk order); ``embed`` is the cached text embedder
 REPRESENTATIONS: dict[str, Representation] = {}
 HEADING_TEMPLATE = "{title} > {heading_path}\n\n{text}"
 """The ``heading`` representation's text: title and headings, a blank line, the chunk."""
-ChunkerFactory = Callable[..., Any]
-"""``factory(tokenizer, **params)`` -> an object with ``chunk_batch(texts) -> list[list[Chunk]]``."""
-CHUNKERS: dict[str, ChunkerFactory] = {
-    "token": TokenChunker,
-    "recursive": RecursiveChunker,
-    "sentence": SentenceChunker,
-    "markdown": MarkdownChunker,
-}
 
 
 def register_representation(name: str, fn: Representation) -> None:
@@ -56,15 +48,6 @@ def register_representation(name: str, fn: Representation) -> None:
     >>> register_representation("plain-again", REPRESENTATIONS["plain"])
     """
     REPRESENTATIONS[name] = fn
-
-
-def register_chunker(name: str, factory: ChunkerFactory) -> None:
-    """Makes ``[chunker] type = name`` available to configs (e.g. ``"semantic"``); a config
-    may also name any factory as ``type = "package.module:Class"``.
-
-    >>> register_chunker("recursive-again", RecursiveChunker)
-    """
-    CHUNKERS[name] = factory
 
 
 def _lookup(registry: Mapping[str, Any], name: Any, what: str) -> Any:
@@ -187,7 +170,7 @@ class Config:
         tables["representation"].setdefault("type", "plain")
         if policy:
             tables.update(chunker={}, index=tables.get("index", {}))
-        for key, registry in (("chunker", CHUNKERS), ("representation", REPRESENTATIONS)):
+        for key, registry in (("chunker", eval_chunkers()), ("representation", REPRESENTATIONS)):
             try:
                 if not policy:
                     _lookup(registry, tables[key].get("type"), key)
@@ -206,7 +189,7 @@ class Config:
         """The configured chunker, counting with ``tokenizer``."""
         params = {k: v for k, v in self.chunker.items() if k != "type"}
         try:
-            return _lookup(CHUNKERS, self.chunker["type"], "chunker")(tokenizer, **params)
+            return _lookup(eval_chunkers(), self.chunker["type"], "chunker")(tokenizer, **params)
         except TypeError as exc:
             raise DatasetError(f"config {self.name}: [chunker] {exc}") from exc
 

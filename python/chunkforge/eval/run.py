@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._checks import check_int
 from .._search import EXACT_MAX, VectorSearch
-from ..chunkers._base import check_int
 from .configs import REPRESENTATIONS, Representation, _lookup
 from .datasets import Document, Query, Span
 from .metrics import Scores, SpanMeasure, score

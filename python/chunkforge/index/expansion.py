@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..chunkers._base import check_int
+from .._checks import check_int
 from .payload import Hit, Packed, Passage, Payload
 
 if TYPE_CHECKING:

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from .._checks import check_int
 from .._io import atomic_path, is_unicode, read_manifest, syntax_for_path, syntax_named
 from .._progress import advancing
 from .._recommended import RECOMMENDED
 from .._rwlock import RWLock, reads, writes
 from .._search import EXACT_MAX, normalized, top_k
-from ..chunkers._base import check_int
 from ..tokenizer import Tokenizer
 from . import expansion
 from .bm25 import BM25

@@ -44,9 +44,9 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
+from .._checks import check_int
 from .._io import read_manifest
 from .._recommended import RECOMMENDED
-from ..chunkers._base import check_int
 from ..errors import InputError
 from ..tokenizer import Tokenizer
 from . import expansion

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from .. import _native
+from .._checks import check_int
 from .._io import Doc, syntax_for_path, syntax_named, text_hash
-from ..chunkers._base import check_int
 from ..errors import InputError
 from ..tokenizer import Tokenizer
 from .payload import DocumentTree, Hit, Packed, Passage

@@ -25,23 +25,23 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _native
-from .chunk import Chunk, ChunkBatch, Chunks
-from .chunkers._base import (
+from .. import _native
+from .._checks import check_int
+from ..chunk import Chunk, ChunkBatch, Chunks
+from ..tokenizer import _as_list
+from ._base import (
     BatchSpans,
     Spans,
     batch_spans_of,
-    check_int,
     check_min_tokens,
     default_max_tokens,
     rebuild,
     spans_of,
 )
-from .chunkers.recursive import RecursiveChunker
-from .tokenizer import _as_list
+from .recursive import RecursiveChunker
 
 if TYPE_CHECKING:
-    from .encoder import Encoder
+    from ..encoder import Encoder
 
 PERCENTILE = re.compile(r"p(\d+(?:\.\d+)?)")
 

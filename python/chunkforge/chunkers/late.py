@@ -24,15 +24,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from . import _native
-from .chunk import Chunk, Chunks
-from .chunkers._base import check_int, rebuild
-from .tokenizer import _as_list
+from .. import _native
+from .._checks import check_int
+from ..chunk import Chunk, Chunks
+from ..tokenizer import _as_list
+from ._base import rebuild
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from .encoder import Encoder
+    from ..encoder import Encoder
 
 SpanLike = Chunk | tuple[int, int]
 _Doc = tuple[np.ndarray, "LateTokens"]  # a document's token ids and its LateTokens being filled

@@ -17,23 +17,22 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from .errors import InputError
+from ..errors import InputError
+from .shards import iter_shards, read_dataset
 
 TABLE = "chunks"
 LANCEDB_EXTRA = 'pip install "chunkforge[lancedb]"'
 
 
 def write_lancedb(dataset: str | os.PathLike[str], database: str | os.PathLike[str], table: str = TABLE) -> int:
-    """Writes every row of the dataset folder ``dataset`` (see :mod:`chunkforge.pipeline`) to the
+    """Writes every row of the dataset folder ``dataset`` (see :mod:`chunkforge.bulk`) to the
     table ``table`` of the LanceDB database at ``database``, replacing it; returns the row count."""
     try:
         import lancedb
     except ImportError as exc:
-        raise InputError(f"--lancedb needs lancedb: {LANCEDB_EXTRA}") from exc
+        raise InputError(f"lancedb: needs lancedb: {LANCEDB_EXTRA}") from exc
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from .pipeline import iter_shards, read_dataset
 
     files = list(iter_shards(dataset))
     schema = read_dataset(dataset).schema if not files else pq.read_schema(files[0])
@@ -48,5 +47,5 @@ def write_lancedb(dataset: str | os.PathLike[str], database: str | os.PathLike[s
         db = lancedb.connect(os.fspath(database))
         written = db.create_table(table, pa.RecordBatchReader.from_batches(schema, batches()), mode="overwrite")
     except (OSError, ValueError, RuntimeError) as exc:
-        raise InputError(f"cannot write --lancedb {database}: {exc}") from exc
+        raise InputError(f"lancedb {database}: cannot write it ({exc})") from exc
     return written.count_rows()

@@ -1,18 +1,18 @@
 """Chunking and embedding on Ray Data, for more than one machine: ``pip install "chunkforge[ray]"``.
 
 :func:`embed_documents` turns a ``ray.data.Dataset`` of documents into a Dataset of chunk
-rows with vectors (the columns of :mod:`chunkforge.pipeline`'s shards): ``map_batches`` with
+rows with vectors (the columns of the bulk job's shards, :mod:`chunkforge.bulk.shards`): ``map_batches`` with
 a pool of actors, each loading the encoder once (and taking ``num_gpus`` GPUs where the
-cluster has GPUs). ``chunkforge.pipeline.run(..., ray=ADDRESS)`` (``chunkforge embed-docs
+cluster has GPUs). ``chunkforge.bulk.run(..., ray=ADDRESS)`` (``chunkforge embed-docs
 --ray ADDRESS``) runs the bulk job's shard batches on such actors: each actor builds whole
 shards with the same code as the local job, so the dataset is the same, row for row and
 bit for bit, and stays incremental and resumable. A killed actor is restarted by Ray and
 its batch retried; shards are written atomically under content names, so a batch built
 twice is written twice with the same bytes and listed once.
 
->>> import ray, chunkforge.ray  # doctest: +SKIP
+>>> import ray, chunkforge.bulk.ray  # doctest: +SKIP
 >>> docs = ray.data.read_parquet("s3://bucket/docs/")  # doctest: +SKIP
->>> rows = chunkforge.ray.embed_documents(docs, id_column="id", text_column="text", max_tokens=256)  # doctest: +SKIP
+>>> rows = chunkforge.bulk.ray.embed_documents(docs, id_column="id", text_column="text", max_tokens=256)  # doctest: +SKIP
 >>> rows.write_parquet("s3://bucket/vectors/")  # doctest: +SKIP
 """
 
@@ -27,9 +27,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ._io import ID_KEYS, Doc
-from .errors import InputError
-from .pipeline import JobSpec, Planned, Progress, ShardBuilder, ShardStats, shard_entry, shard_stats
+from .._io import ID_KEYS, Doc
+from ..errors import InputError
+from .builder import ShardBuilder
+from .progress import Progress
+from .shards import Planned, ShardStats, shard_entry, shard_exists, shard_stats
+from .spec import JobSpec
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -37,14 +40,13 @@ if TYPE_CHECKING:
 
 RAY_EXTRA = 'pip install "chunkforge[ray]"'
 WINDOW_BYTES = 256 << 20
-STATS = ("docs", "rows", "tokens", "embedded", "embedded_tokens")
 
 
 def _ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise InputError(f"--ray needs Ray Data: {RAY_EXTRA}") from exc
+        raise InputError(f"ray: needs Ray Data: {RAY_EXTRA}") from exc
     return ray
 
 
@@ -84,12 +86,12 @@ class ShardWorker:
         batches = (batch.column(name).to_pylist() for name in ("key", "doc_ids", "texts", "metadata"))
         for key, ids, texts, metadata in zip(*batches):
             docs = [Doc(i, t, len(t), json.loads(m)) for i, t, m in zip(ids, texts, metadata)]
-            if Planned.exists_in(self.builder.shard_dir, key, self.builder.spec):  # built by an earlier try
-                stats.append(shard_stats(self.builder.shard_dir, Planned(key, docs, True)))
+            if shard_exists(self.builder.root, key, self.builder.spec):  # built by an earlier try
+                stats.append(shard_stats(self.builder.root, Planned(key, docs, True)))
             else:
                 stats.append(self.builder.build(key, docs))
         columns = {"key": batch.column("key")}
-        columns.update({name: pa.array([getattr(s, name) for s in stats], pa.int64()) for name in STATS})
+        columns.update({name: pa.array([getattr(s, name) for s in stats], pa.int64()) for name in ShardStats._fields})
         return pa.table(columns)
 
 
@@ -102,7 +104,7 @@ def connect(address: str) -> Any:
             # "local" is Ray's own word for a new local cluster (None would join the latest one started)
             ray.init(address=address, log_to_driver=False, configure_logging=False)
         except (ConnectionError, ValueError, RuntimeError) as exc:
-            raise InputError(f"--ray {address}: cannot connect ({exc})") from exc
+            raise InputError(f"ray {address}: cannot connect ({exc})") from exc
     import logging
 
     import ray.data
@@ -123,13 +125,13 @@ def check_listening(address: str, timeout: float = 5.0) -> None:
     try:
         host, port = where.hostname, where.port
     except ValueError as exc:  # a port that is not a number
-        raise InputError(f"--ray {address}: not an address ({exc})") from exc
+        raise InputError(f"ray {address}: not an address ({exc})") from exc
     if host is None or port is None:
         return
     try:
         socket.create_connection((host, port), timeout=timeout).close()
     except OSError as exc:
-        raise InputError(f"--ray {address}: no Ray cluster answers there ({exc.strerror or exc})") from exc
+        raise InputError(f"ray {address}: no Ray cluster answers there ({exc.strerror or exc})") from exc
 
 
 def actor_options(ray: Any, spec: JobSpec, actors: int | None) -> tuple[dict[str, Any], JobSpec]:
@@ -157,7 +159,7 @@ def embed_documents(
 ) -> ray.data.Dataset:
     """Chunk rows with vectors of every document of ``docs`` (columns ``id_column`` and
     ``text_column``): doc_id, chunk_id, start, end, token_count, heading_path, [text],
-    text_hash, vector. ``options`` are :class:`chunkforge.pipeline.JobSpec` fields;
+    text_hash, vector. ``options`` are :class:`chunkforge.bulk.JobSpec` fields;
     ``actors`` encoder actors (default: one per GPU, else two), ``batch_size`` documents a call.
 
     >>> rows = embed_documents(ray.data.from_items([{"id": "a", "text": "Some text."}]))  # doctest: +SKIP
@@ -229,12 +231,12 @@ def build_on_ray(
                 **pool,
             )
             for row in results.iter_rows():
-                stats = ShardStats(*(int(row[name]) for name in STATS))
+                stats = ShardStats(*(int(row[name]) for name in ShardStats._fields))
                 done[row["key"]] = stats
                 bar.update(stats, True)
         for item in window:
             if item.exists:
-                stats = shard_stats(root / "shards", item)
+                stats = shard_stats(root, item)
                 bar.update(stats, False)
             else:
                 stats = done[item.key]
