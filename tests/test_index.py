@@ -3,6 +3,7 @@ with the real ONNX encoder, hnswlib and bm25s."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -230,8 +231,36 @@ def test_leaves_and_payload_objects(index):
 
 def test_query_uses_the_recommended_policy(index):
     q = "unicode identifier tables"
-    assert index.query(q) == index.expand(index.search(q, k=100), budget_tokens=1000)
+    assert index.query(q) == index.expand(index.search(q, k=100), budget_tokens=1000, spread=0.5)
+    assert index.query(q) != index.expand(index.search(q, k=100), budget_tokens=1000)
     assert index.query(q, k=5, auto_merge=0.5) == index.expand(index.search(q, k=5), auto_merge=0.5, budget_tokens=1000)
+
+
+def test_spread_sends_a_strong_hits_neighbours_before_weak_hits(index):
+    doc = "unicode-ident.md"
+    tree = index.tree(doc)
+    spans = tree.nodes[tree.leaves, :2]
+    sections = tree.nodes[tree.leaves, 3]
+    # a leaf with neighbours on both sides in its section, and weak hits in another document
+    at = next(i for i in range(len(spans) // 2, len(spans) - 1) if sections[i - 1] == sections[i] == sections[i + 1])
+    other = index.leaves(next(d for d in index.doc_ids if d != doc))
+    strong = index.hits_for([(doc, int(spans[at][0]), int(spans[at][1]), 1.0)])
+    weak = [dataclasses.replace(h, score=0.9 - 0.01 * n) for n, h in enumerate(other[:5])]
+    hits = [*strong, *weak, dataclasses.replace(other[5], score=0.0)]
+    budget = index.tokenizer.count(index.document(doc)[spans[at - 1][0] : spans[at + 1][1]])  # the three leaves
+    bare = index.expand(hits, budget_tokens=budget)
+    spread = index.expand(hits, budget_tokens=budget, spread=0.95)  # neighbours get 0.95 > 0.9, the best weak hit
+    assert [(p.start, p.end) for p in bare.passages if p.doc_id == doc] == [(strong[0].start, strong[0].end)]
+    first = spread.passages[0]
+    assert first.doc_id == doc and first.start <= strong[0].start and first.end >= strong[0].end
+    assert (first.start, first.end) != (strong[0].start, strong[0].end)  # a neighbour came with it
+    # decay 0 lends nothing: the hits in their order, as without spread
+    assert [(p.doc_id, p.start, p.end) for p in index.expand(hits, budget_tokens=budget, spread=0.0).passages] == [
+        (p.doc_id, p.start, p.end) for p in bare.passages
+    ]
+    for bad in (1.0, -0.1, True, "0.5"):
+        with pytest.raises(ValueError, match="spread"):
+            index.expand(hits, spread=bad)
 
 
 def reference_auto_merge(index: Index, hits: list[Hit], ratio: float) -> set[tuple[str, int, int]]:

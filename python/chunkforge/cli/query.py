@@ -37,7 +37,7 @@ def add_parser(commands: Any) -> None:
         type=int,
         metavar="W",
         help="W sentences either side of each hit (default: none; "
-        "the hits as they are retrieved best at a fixed budget, see benches/results/retrieval-eval.md)",
+        "--spread retrieved best at a fixed budget, see benches/results/retrieval-eval.md)",
     )
     how.add_argument("--auto-merge", type=float, metavar="RATIO", help="merge into parents above RATIO of children")
     how.add_argument("--parent", action="store_true", help="return each hit's parent")
@@ -46,6 +46,13 @@ def add_parser(commands: Any) -> None:
         type=int,
         metavar="N",
         help="grow each hit by whole sentences within its section up to N tokens",
+    )
+    query.add_argument(
+        "--spread",
+        type=float,
+        metavar="DECAY",
+        help=f"each hit lends the leaves near it DECAY**distance of its relevance (default {RECOMMENDED['spread']} "
+        "unless --window, --window-tokens, --parent or --auto-merge is given; 0: the hits as they are)",
     )
     query.add_argument(
         "--budget-tokens",
@@ -92,6 +99,7 @@ def run(args: argparse.Namespace) -> str:
     """The ``query`` command; returns the summary line."""
     try:
         from ..index import CorruptIndexError, Index
+        from ..index.expansion import recommended
         from ..index.store import is_store
     except ImportError as exc:
         raise InputError(str(exc)) from exc
@@ -114,12 +122,19 @@ def run(args: argparse.Namespace) -> str:
             heading_prefix=args.heading,
             where=where_filter(args.where),
         )
+        options = recommended(
+            {
+                "window": args.window,
+                "window_tokens": args.window_tokens,
+                "parent": args.parent,
+                "auto_merge": args.auto_merge,
+                **({} if args.spread is None else {"spread": args.spread or None}),
+            }
+        )
+        del options["budget_tokens"]  # the flag's own default
         payload = index.expand(
             hits,
-            window=args.window,
-            window_tokens=args.window_tokens,
-            parent=args.parent,
-            auto_merge=args.auto_merge,
+            **options,
             budget_tokens=args.budget_tokens or None,
             order=args.order,
             pack=args.pack,

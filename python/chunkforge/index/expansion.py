@@ -1,5 +1,6 @@
 """Hits -> payload on a native store, one rule for the in-memory index and the store:
-the options checked, the native expansion (microseconds), the passages' metadata.
+the options checked, the hits' relevance spread to their neighbours, the native
+expansion (microseconds), the passages' metadata.
 
 >>> check_options(window=1, window_tokens=None, auto_merge=None, budget_tokens=500)
 (1, None, None, 500)
@@ -7,10 +8,13 @@ the options checked, the native expansion (microseconds), the passages' metadata
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+import numpy as np
 
 from .._checks import check_int
+from .._recommended import RECOMMENDED
 from .payload import Hit, Packed, Passage, Payload
 
 if TYPE_CHECKING:
@@ -19,11 +23,66 @@ if TYPE_CHECKING:
 Order = Literal["score", "document"]
 Pack = Literal["skip", "stop"]
 
+SPREAD_REACH = 4
+"""Leaves either side of a hit that :func:`spread_relevance` lends relevance to."""
+
+
+class LeafLayout(NamedTuple):
+    """A document's leaves in text order: their labels, ``str`` start offsets and sections."""
+
+    labels: np.ndarray
+    starts: np.ndarray
+    sections: np.ndarray
+
+
+def spread_relevance(
+    hits: Sequence[Hit], layout_of: Callable[[str], LeafLayout], decay: float, reach: int = SPREAD_REACH
+) -> tuple[list[int], list[float]]:
+    """``(labels, utilities)`` best first: what a payload should hold, from the hits alone.
+
+    Each hit's relevance ``r`` is its score rescaled to [0, 1] between the lowest and the
+    best hit; it lends each leaf ``d`` leaves away in its section (``d <= reach``)
+    ``r * decay**d``, and a leaf's utility is the noisy-or of what it has (its own
+    relevance, what its neighbours lend): ``1 - prod(1 - r_i)``. So a lone hit among
+    weak ones goes bare, the leaves around and between a cluster of hits rise above the
+    weaker hits, and a run of hits fills its parent, one rule for all three (issue 25);
+    the budget then takes leaves in utility order. ``decay`` 0 keeps the hits' order.
+
+    >>> layout = LeafLayout(np.array([10, 11, 12]), np.array([0, 5, 9]), np.array([0, 0, 0]))
+    >>> hit = lambda leaf, start, score: Hit("a", start, start + 4, score, "", (), "", leaf)
+    >>> spread_relevance([hit(11, 5, 2.0), hit(12, 9, 1.0)], lambda doc_id: layout, 0.5)
+    ([11, 10, 12], [1.0, 0.5, 0.5])
+    """
+    if not hits:
+        return [], []
+    top, floor = max(h.score for h in hits), min(h.score for h in hits)
+    scale = top - floor
+    missing: dict[int, float] = {}  # label -> product of (1 - what it has)
+    order: dict[int, int] = {}  # label -> first rank it was reached at (ties: hits' order)
+    for rank, h in enumerate(hits):
+        r = (h.score - floor) / scale if scale > 0 else 1.0
+        missing[h.leaf] = missing.get(h.leaf, 1.0) * (1.0 - r)
+        order.setdefault(h.leaf, rank)
+        if r <= 0 or decay <= 0:
+            continue
+        layout = layout_of(h.doc_id)
+        at = int(np.searchsorted(layout.starts, h.start))
+        section = layout.sections[at]
+        for d in range(1, reach + 1):
+            lent = r * decay**d
+            for i in (at - d, at + d):
+                if 0 <= i < len(layout.labels) and layout.sections[i] == section:
+                    label = int(layout.labels[i])
+                    missing[label] = missing.get(label, 1.0) * (1.0 - lent)
+                    order.setdefault(label, len(hits) + rank)
+    ranked = sorted(missing, key=lambda label: (missing[label], order[label]))
+    return ranked, [1.0 - missing[label] for label in ranked]
+
 
 def check_options(
     window: int | None, window_tokens: int | None, auto_merge: float | None, budget_tokens: int | None
 ) -> tuple[int | None, int | None, float | None, int | None]:
-    """The expansion options, checked (errors name the option)."""
+    """The expansion options, checked (errors name the option; ``spread``: :func:`check_spread`)."""
     if window is not None:
         window = check_int("window", window, 0)
     if window_tokens is not None:
@@ -37,11 +96,39 @@ def check_options(
     return window, window_tokens, auto_merge, budget_tokens
 
 
+def recommended(expansion: dict[str, Any]) -> dict[str, Any]:
+    """The expansion options of ``query``: ``budget_tokens`` and, unless another way of
+    widening the hits is asked for, ``spread`` as recommended (``RECOMMENDED``).
+
+    >>> recommended({}), recommended({"window": 1})
+    ({'budget_tokens': 1000, 'spread': 0.5}, {'window': 1, 'budget_tokens': 1000})
+    """
+    out = dict(expansion)
+    out.setdefault("budget_tokens", RECOMMENDED["budget_tokens"])
+    if not any(out.get(name) for name in ("window", "window_tokens", "parent", "auto_merge")):
+        out.setdefault("spread", RECOMMENDED["spread"])
+    return out
+
+
+def check_spread(spread: float | None) -> float | None:
+    """``spread`` checked: None or a decay in [0, 1).
+
+    >>> check_spread(0.5)
+    0.5
+    """
+    if spread is not None and (isinstance(spread, bool) or not isinstance(spread, (int, float)) or not 0 <= spread < 1):
+        raise ValueError(f"spread must be a decay in [0, 1), not {spread!r}")
+    return None if spread is None else float(spread)
+
+
 def expand(
     expander: Expander[Hit, Passage, Packed],
     hits: Iterable[Hit],
     metadata_of: Callable[[list[Passage]], Mapping[str, Mapping[str, Any]]] | None,
+    layout_of: Callable[[str], LeafLayout],
+    level: int,
     *,
+    spread: float | None = None,
     window: int | None = None,
     parent: bool = False,
     auto_merge: float | None = None,
@@ -52,8 +139,13 @@ def expand(
     window_tokens: int | None = None,
 ) -> Payload:
     """The payload of ``hits`` (see :meth:`chunkforge.Index.expand`); ``metadata_of`` gives the
-    passages' documents' metadata (None: the documents have none)."""
+    passages' documents' metadata (None: the documents have none), ``layout_of`` a hit
+    document's leaves (for ``spread``), ``level`` the tree level of the hits' ids."""
     window, window_tokens, auto_merge, budget_tokens = check_options(window, window_tokens, auto_merge, budget_tokens)
+    decay = check_spread(spread)
+    if decay is not None:
+        labels, utilities = spread_relevance(list(hits), layout_of, decay)
+        hits = expander.hits(labels, utilities, level)
     passages, dropped = expander.expand(
         hits, window, window_tokens, bool(parent), auto_merge, budget_tokens, order, pack, bool(trim)
     )

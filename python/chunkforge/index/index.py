@@ -22,7 +22,7 @@ from .._search import EXACT_MAX, normalized, top_k
 from ..tokenizer import Tokenizer
 from . import expansion
 from .bm25 import BM25
-from .expansion import Order, Pack
+from .expansion import LeafLayout, Order, Pack, recommended
 from .fusion import BM25_POOL, DENSE_POOL, fuse
 from .payload import DocumentTree, Hit, Passage, Payload
 from .storage import (
@@ -169,6 +169,7 @@ class Index:
         self._passage_labels: dict[int, np.ndarray] = {}
         self._expander = scratch_expander(self.tokenizer)
         self._with_metadata = False  # payloads carry metadata once a document has some
+        self._layouts: dict[str, LeafLayout] = {}  # documents' leaves for spread, read on first use
         # readers (search, expand, query, save, ...) see one version: add/delete write alone
         self._lock = RWLock()
 
@@ -325,6 +326,7 @@ class Index:
         """
         doc = self._doc(doc_id)
         slot = self._slot_of.pop(doc_id)
+        self._layouts.pop(doc_id, None)
         self._leaves -= len(doc.labels)
         if self._graph is not None:
             self._graph.delete(doc.labels.tolist())
@@ -570,9 +572,18 @@ class Index:
         pack: Pack = "skip",
         trim: bool = False,
         window_tokens: int | None = None,
+        spread: float | None = None,
     ) -> Payload:
         """Hits -> passages (native code, microseconds). ``hits`` may also be a list of spans
         ``(doc_id, start, end, score)`` found elsewhere (see :meth:`hits_for`).
+
+        ``spread=decay`` first decides from the hits alone what deserves the budget: each
+        hit lends the leaves up to 4 away in its section ``decay**d`` of its relevance (its
+        score rescaled between the weakest and the best hit), a leaf's utility is the
+        noisy-or of what it has, and the leaves go on in utility order (a passage's score
+        is then its best utility). A lone strong hit goes bare, the leaves around a cluster
+        of hits beat the weaker hits, a run of hits fills its parent
+        (:func:`~chunkforge.index.expansion.spread_relevance`).
 
         ``auto_merge=ratio`` replaces the hit leaves of a parent by the parent when
         more than ``ratio`` of its children are hit, recursively up to sections
@@ -602,6 +613,9 @@ class Index:
             self._expander,
             cast("Iterable[Hit]", hits),
             self._metadata_of if self._with_metadata else None,
+            self._layout,
+            len(self.parent_tokens) + 1,
+            spread=spread,
             window=window,
             parent=parent,
             auto_merge=auto_merge,
@@ -634,6 +648,15 @@ class Index:
         ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))
         return self._hits([label for label, _ in ranked], [score for _, score in ranked])
 
+    def _layout(self, doc_id: str) -> LeafLayout:
+        """A document's leaves (labels, starts, sections), kept after first use."""
+        layout = self._layouts.get(doc_id)
+        if layout is None:
+            nodes, leaves, _, _ = self._expander.tree(self._slot_of[doc_id])
+            layout = LeafLayout(self._doc(doc_id).labels, nodes[leaves, 0], nodes[leaves, 3])
+            self._layouts[doc_id] = layout
+        return layout
+
     def _metadata_of(self, passages: list[Passage]) -> dict[str, dict[str, Any]]:
         """The metadata of the passages' documents, by id (read without the index's lock: a
         document deleted meanwhile has none)."""
@@ -657,15 +680,16 @@ class Index:
         self, question: str, k: int = RECOMMENDED["k"], *, where: Mapping[str, Any] | None = None, **expansion: Any
     ) -> Payload:
         """:meth:`search` (of the documents ``where`` accepts) then :meth:`expand` (keyword arguments of :meth:`expand`),
-        ``budget_tokens`` 1,000 unless given: the hit leaves as they are, best first,
-        while the budget lasts (touching leaves become one passage). That beat plain
-        chunks ranked by BM25, dense or both on the held-back half of the dev set, and
-        widening the hits did not help (``benches/results/retrieval-eval.md``).
+        ``budget_tokens`` 1,000 and ``spread=0.5`` unless given (``spread`` only when no
+        ``window``, ``window_tokens``, ``parent`` or ``auto_merge`` is): the hits and the
+        leaves their relevance spreads to, in utility order, while the budget lasts
+        (touching leaves become one passage). On the held-back half of the dev set that beat
+        plain chunks ranked by BM25, dense or both, and the bare hits where evidence is long
+        (``benches/results/retrieval-eval.md``).
 
         >>> index.query("how do I install it?").render()  # doctest: +SKIP
         """
-        expansion.setdefault("budget_tokens", RECOMMENDED["budget_tokens"])
-        return self.expand(self.search(question, k=k, where=where), **expansion)
+        return self.expand(self.search(question, k=k, where=where), **recommended(expansion))
 
     # -- persistence -------------------------------------------------------
 

@@ -51,7 +51,7 @@ from ..errors import InputError
 from ..tokenizer import Tokenizer
 from . import expansion
 from .bm25 import BM25
-from .expansion import Order, Pack
+from .expansion import LeafLayout, Order, Pack, recommended
 from .fusion import BM25_POOL, DENSE_POOL, fuse
 from .payload import DocumentTree, Hit, Payload
 from .trees import (
@@ -417,11 +417,12 @@ class _Cached:
     """A document read from the store into the expander: its slot, its leaves' labels and
     spans, its metadata, its length and size."""
 
-    __slots__ = ("slot", "labels", "starts", "ends", "metadata", "length", "size")
+    __slots__ = ("slot", "labels", "starts", "ends", "sections", "metadata", "length", "size")
 
     def __init__(self, slot: int, labels: np.ndarray, doc: SavedDoc) -> None:
         self.slot, self.labels, self.metadata = slot, labels, doc.metadata
         self.starts, self.ends = doc.tree.nodes[doc.tree.leaves, 0], doc.tree.nodes[doc.tree.leaves, 1]
+        self.sections = doc.tree.nodes[doc.tree.leaves, 3]
         self.length, self.size = len(doc.text), len(doc.text.encode("utf-8"))
 
     def label_of(self, hit: Hit) -> int | None:
@@ -708,6 +709,7 @@ class StoreIndex:
         pack: Pack = "skip",
         trim: bool = False,
         window_tokens: int | None = None,
+        spread: float | None = None,
     ) -> Payload:
         """Hits -> passages, as :meth:`chunkforge.Index.expand`: hits made by this store index (or
         spans ``(doc_id, start, end, score)`` found elsewhere). The payload's metadata is each
@@ -730,6 +732,9 @@ class StoreIndex:
                 self._expander,
                 hits,
                 lambda ps: {p.doc_id: self._cache[p.doc_id].metadata for p in ps},
+                lambda doc_id: LeafLayout(cached[doc_id].labels, cached[doc_id].starts, cached[doc_id].sections),
+                len(self.settings.parent_tokens) + 1,
+                spread=spread,
                 window=window,
                 parent=parent,
                 auto_merge=auto_merge,
@@ -743,10 +748,9 @@ class StoreIndex:
     def query(
         self, question: str, k: int = RECOMMENDED["k"], *, where: Mapping[str, Any] | None = None, **expansion: Any
     ) -> Payload:
-        """:meth:`search` then :meth:`expand`, ``budget_tokens`` 1,000 unless given (the
-        recommended policy, as :meth:`chunkforge.Index.query`)."""
-        expansion.setdefault("budget_tokens", RECOMMENDED["budget_tokens"])
-        return self.expand(self.search(question, k=k, where=where), **expansion)
+        """:meth:`search` then :meth:`expand`, ``budget_tokens`` 1,000 and ``spread=0.5`` unless
+        given (the recommended policy, as :meth:`chunkforge.Index.query`)."""
+        return self.expand(self.search(question, k=k, where=where), **recommended(expansion))
 
     def __repr__(self) -> str:
         return f"StoreIndex({self.uri!r}, version {self.version}, {self.leaf_count} leaves)"

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._recommended import RECOMMENDED
+from ..index.expansion import recommended
 
 MAX_K = 1000
 """The most leaves one request may retrieve."""
@@ -74,6 +75,9 @@ class Expansion(Strict):
     window_tokens: int | None = Field(
         None, ge=1, le=MAX_TOKENS, description="grow each hit by whole sentences up to this many tokens"
     )
+    spread: float | None = Field(
+        None, ge=0, lt=1, description="each hit lends the leaves near it spread**distance of its relevance"
+    )
 
     def expand_options(self) -> dict[str, Any]:
         """The keyword arguments of ``expand``."""
@@ -87,12 +91,20 @@ class SearchRequest(Filters):
 
 
 class QueryRequest(Filters, Expansion):
-    """``POST /query``: search then expand, ``budget_tokens`` 1,000 unless given (as ``Index.query``)."""
+    """``POST /query``: search then expand, ``budget_tokens`` 1,000 and ``spread`` 0.5 unless given
+    (``spread`` only when no other widening is; as ``Index.query``)."""
 
     question: str = Field(min_length=1, max_length=MAX_TEXT)
     budget_tokens: int | None = Field(
         RECOMMENDED["budget_tokens"], ge=0, le=MAX_TOKENS, description="token budget of the payload (null: none)"
     )
+
+    def expand_options(self) -> dict[str, Any]:
+        """The keyword arguments of ``expand``: ``spread`` as ``Index.query`` sets it when not given."""
+        options = super().expand_options()
+        if "spread" not in self.model_fields_set:
+            del options["spread"]
+        return recommended(options)
 
 
 class HitModel(Strict):
