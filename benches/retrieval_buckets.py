@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent / "devset"))
-from build import BUCKETS  # noqa: E402
+from build import BUCKETS, bucket_of, evidence_tokens  # noqa: E402
 
 from chunkforge.eval import Span  # noqa: E402
 from chunkforge.index import Index  # noqa: E402
@@ -65,14 +65,10 @@ def main() -> None:
         index.search(q.query, k=100)
     search_ms = (time.perf_counter() - t0) / 200 * 1000
 
-    ev = [
-        sum(
-            lab.count(lab.corpus.index(next(d for d in lab.corpus if d.doc_id == r.doc_id)), r.start, r.end)
-            for r in q.references
-        )
-        for q in lab.queries
-    ]
-    bucket = np.array([[name for low, name in BUCKETS if n >= low][-1] for n in ev])
+    texts = {d.doc_id: d.text for d in lab.corpus}  # buckets as the dev set's build counts them
+    bucket = np.array(
+        [bucket_of(evidence_tokens([texts[r.doc_id][r.start : r.end] for r in q.references])) for q in lab.queries]
+    )
     test = lab.split == "test"
     slices = [("all", test)] + [(f"{name} tokens", test & (bucket == name)) for _, name in BUCKETS]
     slices += [(g, test & (lab.genre == g)) for g in sorted(set(lab.genre.tolist()))]
