@@ -7,7 +7,18 @@ ranking, up to ``k`` hit leaves, their relevance spread to their neighbours with
 service's ``/query`` (no optional dependencies, so the CLI can read it without the
 index extra)."""
 
-RECOMMENDED = {"k": 100, "budget_tokens": 1000, "spread": 0.5}
+from typing import Final, TypedDict
+
+
+class Policy(TypedDict):
+    """The recommended policy's values, each with its own type."""
+
+    k: int
+    budget_tokens: int
+    spread: float
+
+
+RECOMMENDED: Final[Policy] = {"k": 100, "budget_tokens": 1000, "spread": 0.5}
 
 # The encoder's batches, in padded tokens (read by the CLI's help without importing onnxruntime):
 # on CPUs small batches keep the GEMMs in cache, GPUs need large ones to fill the device. The
