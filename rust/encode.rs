@@ -2,6 +2,7 @@
 //! padded `input_ids` / `attention_mask` rows, with the model's special tokens
 //! and the tokens' character offsets, for the ONNX encoder.
 
+use crate::error::Result;
 use crate::spans::{bytes_to_chars, ceil_char};
 use crate::tokenizer::Tokenizer;
 
@@ -16,7 +17,7 @@ pub struct Padded {
 }
 
 /// One text's ids and char offsets, special tokens added, cut at `max_length`.
-pub fn encode_one(tk: &Tokenizer, text: &str, max_length: usize, special: bool) -> Result<(Vec<i64>, Vec<i64>, usize), String> {
+pub fn encode_one(tk: &Tokenizer, text: &str, max_length: usize, special: bool) -> Result<(Vec<i64>, Vec<i64>, usize)> {
     let doc = tk.with_cache(|c| tk.analyze(text, true, c))?;
     let tm = doc.tokens.unwrap_or_default();
     let (prefix, suffix) = if special { tk.special_tokens() } else { (&[][..], &[][..]) };

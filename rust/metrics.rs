@@ -7,6 +7,8 @@
 //! byte-level BPE token that carries its leading space still belongs to the
 //! word it spells.
 
+use crate::error::{input, Result};
+
 /// How a span is sized: characters, or the tokens of its document.
 pub enum Measure<'a> {
     Chars,
@@ -44,21 +46,21 @@ impl SpanColumns<'_> {
     }
 
     /// Checks lengths, query indices, document indices and `start <= end`.
-    fn check(&self, what: &str, queries: usize, docs: Option<usize>) -> Result<(), String> {
+    fn check(&self, what: &str, queries: usize, docs: Option<usize>) -> Result<()> {
         let n = self.len();
         if self.doc.len() != n || self.start.len() != n || self.end.len() != n {
-            return Err(format!("{what}: query, doc, start and end must have the same length"));
+            return Err(input!("{what}: query, doc, start and end must have the same length"));
         }
         for i in 0..n {
             let (q, d, s, e) = (self.query[i], self.doc[i], self.start[i], self.end[i]);
             if q < 0 || q as usize >= queries {
-                return Err(format!("{what}[{i}]: query index {q} is not in 0..{queries}"));
+                return Err(input!("{what}[{i}]: query index {q} is not in 0..{queries}"));
             }
             if d < 0 || docs.is_some_and(|n| d as usize >= n) {
-                return Err(format!("{what}[{i}]: document index {d} is out of range"));
+                return Err(input!("{what}[{i}]: document index {d} is out of range"));
             }
             if s < 0 || s > e {
-                return Err(format!("{what}[{i}]: span ({s}, {e}) is not a valid span"));
+                return Err(input!("{what}[{i}]: span ({s}, {e}) is not a valid span"));
             }
         }
         Ok(())
@@ -125,7 +127,7 @@ pub struct Overlaps {
 }
 
 /// Sizes everything the token-level metrics need, for `queries` queries at once.
-pub fn overlaps(queries: usize, evidence: &SpanColumns, retrieved: &SpanColumns, measure: &Measure) -> Result<Overlaps, String> {
+pub fn overlaps(queries: usize, evidence: &SpanColumns, retrieved: &SpanColumns, measure: &Measure) -> Result<Overlaps> {
     let docs = match measure {
         Measure::Chars => None,
         Measure::Tokens(ends) => Some(ends.len()),
@@ -211,6 +213,6 @@ mod tests {
         assert_eq!((o.evidence, o.intersection, o.retrieved), (vec![0, 5], vec![0, 0], vec![0, 0]));
         let (bq, bd, bs, be) = ([0], [0], [5], [4]);
         let err = overlaps(1, &cols(&bq, &bd, &bs, &be), &cols(&empty, &empty, &empty, &empty), &Measure::Chars);
-        assert!(err.unwrap_err().contains("evidence[0]"));
+        assert!(err.unwrap_err().to_string().contains("evidence[0]"));
     }
 }

@@ -6,9 +6,9 @@
 //! are context free, so this is exact. On HF's general path the same sum is an
 //! estimate, and [`Sizer::exact`] re-encodes the span.
 
+use crate::error::Result;
+use crate::spans::NONE;
 use crate::tokenizer::{DocTokens, Tokenizer, WordCache};
-
-const NONE: u32 = u32::MAX;
 
 /// One end of a span, as [`Sizer`] counts it: the number of words starting before
 /// it, and the document's prefix sum there when the end is clean (no word or
@@ -141,7 +141,7 @@ impl<'a> Sizer<'a> {
     /// ids of the whole words inside the span are a slice of the document's and
     /// only the words cut at its edges are encoded again (as [`Self::count`]
     /// recounts them); otherwise the span is encoded.
-    pub fn token_ids(&mut self, s: usize, e: usize) -> Result<Vec<u32>, String> {
+    pub fn token_ids(&mut self, s: usize, e: usize) -> Result<Vec<u32>> {
         let Some(tm) = self.doc.tokens.as_ref().filter(|_| self.doc.exact_words) else {
             return self.encode(s, e);
         };
@@ -167,7 +167,7 @@ impl<'a> Sizer<'a> {
         }
     }
 
-    fn encode(&mut self, s: usize, e: usize) -> Result<Vec<u32>, String> {
+    fn encode(&mut self, s: usize, e: usize) -> Result<Vec<u32>> {
         let doc = self.tk.analyze(&self.text[s..e], true, self.cache)?;
         Ok(doc.tokens.map(|t| t.ids).unwrap_or_default())
     }

@@ -1,6 +1,37 @@
 //! Spans of a text: trimming, char boundaries, and the conversion of byte
 //! offsets (Rust) to code point offsets (Python `str` indices).
 
+/// No index: the parent of a root, the leaf of an inner node, an edge's unknown word
+/// or prefix sum (-1 on the Python side).
+pub const NONE: u32 = u32::MAX;
+
+/// The byte offset of each code point of a text, so that a Python `str` index becomes
+/// a byte offset in one read (no table for an ASCII text: there they are the same).
+#[derive(Clone, Debug)]
+pub struct CharOffsets {
+    /// Byte offset of each char, plus the text's length (None when ASCII).
+    bytes: Option<Vec<u32>>,
+    chars: usize,
+}
+
+impl CharOffsets {
+    pub fn new(text: &str) -> Self {
+        let bytes = (!text.is_ascii()).then(|| text.char_indices().map(|(i, _)| i as u32).chain([text.len() as u32]).collect::<Vec<_>>());
+        let chars = bytes.as_ref().map_or(text.len(), |v| v.len() - 1);
+        CharOffsets { bytes, chars }
+    }
+
+    /// The byte offset of code point `i` (at most [`Self::chars`]).
+    pub fn byte(&self, i: usize) -> usize {
+        self.bytes.as_ref().map_or(i, |b| b[i] as usize)
+    }
+
+    /// The number of code points of the text (its Python `len`).
+    pub fn chars(&self) -> usize {
+        self.chars
+    }
+}
+
 /// A chunk's source span in bytes, and its token count when encoded alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChunkSpan {
@@ -80,5 +111,15 @@ mod tests {
         assert_eq!(trim("   ", 0, 3), (0, 0));
         assert_eq!(floor_char("😀", 2), 0);
         assert_eq!(ceil_char("😀", 2), 4);
+    }
+
+    #[test]
+    fn char_offsets_map_code_points_to_bytes() {
+        for text in ["plain", "é 😀 x", ""] {
+            let offsets = CharOffsets::new(text);
+            let expected: Vec<usize> = text.char_indices().map(|(i, _)| i).chain([text.len()]).collect();
+            assert_eq!(offsets.chars(), text.chars().count());
+            assert_eq!((0..=offsets.chars()).map(|i| offsets.byte(i)).collect::<Vec<_>>(), expected);
+        }
     }
 }

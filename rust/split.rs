@@ -2,9 +2,10 @@
 //! document into [`ChunkSpan`]s (byte spans with their exact token counts);
 //! all sizing runs on the document's one tokenization through a [`Sizer`].
 
+use crate::error::{input, Result};
 use crate::segment::{sentences, split_level, Level};
 use crate::sizer::Sizer;
-use crate::spans::{ceil_char, floor_char, trim, ChunkSpan};
+use crate::spans::{bytes_to_chars, ceil_char, floor_char, trim, ChunkSpan};
 use crate::structure::{Block, Kind, Outline, Syntax};
 use crate::tokenizer::Tokenizer;
 
@@ -18,6 +19,24 @@ pub enum Strategy {
     Sentence { overlap_sentences: usize },
     /// Sections and blocks of a `markdown`, `rst` or `asciidoc` document.
     Structured { syntax: Syntax, min_tokens: usize },
+}
+
+impl Strategy {
+    /// The strategy called `name`: `"token"`, `"recursive"` (on `separators`, or the
+    /// default levels), `"sentence"`, or a syntax (`"markdown"`, `"rst"`, `"asciidoc"`:
+    /// see [`Syntax::from_name`]); each takes the parameters it has of the others.
+    pub fn from_name(name: &str, min_tokens: usize, overlap_sentences: usize, separators: Option<Vec<String>>) -> Result<Strategy> {
+        Ok(match name {
+            "token" => Strategy::Token,
+            "recursive" => {
+                let levels = separators.map_or_else(Level::defaults, |seps| seps.into_iter().map(Level::Literal).collect());
+                Strategy::Recursive { levels, min_tokens }
+            }
+            "sentence" => Strategy::Sentence { overlap_sentences },
+            "markdown" | "rst" | "asciidoc" => Strategy::Structured { syntax: Syntax::from_name(name)?, min_tokens },
+            other => return Err(input!("unknown strategy {other:?}")),
+        })
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -41,12 +60,12 @@ fn content_budget(max: usize, overlap: usize) -> usize {
 }
 
 /// Chunks one document.
-pub fn chunk(tk: &Tokenizer, text: &str, cfg: &Config) -> Result<Vec<ChunkSpan>, String> {
+pub fn chunk(tk: &Tokenizer, text: &str, cfg: &Config) -> Result<Vec<ChunkSpan>> {
     Ok(chunk_with(tk, text, cfg, false)?.0)
 }
 
 /// Token ids of `spans` of the analysed document behind `sz`, concatenated, with bounds.
-pub fn span_ids(sz: &mut Sizer, spans: impl Iterator<Item = (usize, usize)>) -> Result<(Vec<u32>, Vec<usize>), String> {
+pub fn span_ids(sz: &mut Sizer, spans: impl Iterator<Item = (usize, usize)>) -> Result<(Vec<u32>, Vec<usize>)> {
     let mut ids = vec![];
     let mut bounds = vec![0];
     for (s, e) in spans {
@@ -61,7 +80,7 @@ pub type Ids = Option<(Vec<u32>, Vec<usize>)>;
 
 /// Chunks one document, and with `with_ids` gives each chunk's token ids (as if
 /// encoded alone, without special tokens) from the same tokenization.
-pub fn chunk_with(tk: &Tokenizer, text: &str, cfg: &Config, with_ids: bool) -> Result<(Vec<ChunkSpan>, Ids), String> {
+pub fn chunk_with(tk: &Tokenizer, text: &str, cfg: &Config, with_ids: bool) -> Result<(Vec<ChunkSpan>, Ids)> {
     let (s, e) = trim(text, 0, text.len());
     if s >= e {
         return Ok((vec![], with_ids.then(|| (vec![], vec![0]))));
@@ -77,7 +96,7 @@ pub fn chunk_with(tk: &Tokenizer, text: &str, cfg: &Config, with_ids: bool) -> R
 }
 
 /// Chunks `[s, e)` (trimmed, not empty) of the analysed document behind `sz`.
-fn chunk_in(sz: &mut Sizer, (s, e): (usize, usize), cfg: &Config) -> Result<Vec<ChunkSpan>, String> {
+fn chunk_in(sz: &mut Sizer, (s, e): (usize, usize), cfg: &Config) -> Result<Vec<ChunkSpan>> {
     let max = cfg.max_tokens;
     let mut units = vec![];
     let mut groups = vec![];
@@ -91,7 +110,7 @@ fn chunk_in(sz: &mut Sizer, (s, e): (usize, usize), cfg: &Config) -> Result<Vec<
             apply_floor(sz, &units, &mut groups, *min_tokens, budget);
             Ok(with_overlap_in(sz, &units, &groups, max, cfg.overlap, |_| 0))
         }
-        Strategy::Structured { .. } => Err("use chunk_structured for structured documents".into()),
+        Strategy::Structured { .. } => Err(input!("use chunk_structured for structured documents")),
         Strategy::Sentence { overlap_sentences } => Ok(sentence_chunks(sz, (s, e), max, *overlap_sentences)),
     }
 }
@@ -536,7 +555,7 @@ pub fn chunk_structured(
     outline: &Outline,
     (max, min_tokens, overlap): (usize, usize, usize),
     with_ids: bool,
-) -> Result<(Vec<StructuredSpan>, Ids), String> {
+) -> Result<(Vec<StructuredSpan>, Ids)> {
     tk.with_cache(|cache| {
         let doc = tk.analyze(text, with_ids, cache)?;
         let mut sz = Sizer::new(tk, text, &doc, cache);
@@ -544,6 +563,37 @@ pub fn chunk_structured(
         let ids = if with_ids { Some(span_ids(&mut sz, spans.iter().map(|c| (c.span.start, c.span.end)))?) } else { None };
         Ok((spans, ids))
     })
+}
+
+/// A structured document's chunks as rows `(start, end, token_count, section, kind,
+/// context_start, context_end)` in code point offsets (context -1 when none), the
+/// heading path of each section, and the chunks' token ids when asked for.
+pub type StructuredRows = (Vec<[i64; 7]>, Vec<Vec<String>>, Ids);
+
+/// [`chunk_structured`] with the limits of `cfg` (a structured strategy), as [`StructuredRows`].
+pub fn structured_rows(tk: &Tokenizer, cfg: &Config, text: &str, with_ids: bool) -> Result<StructuredRows> {
+    let Strategy::Structured { syntax, min_tokens } = &cfg.strategy else {
+        return Err(input!("this chunker has no document structure"));
+    };
+    let outline = crate::structure::outline(text, *syntax);
+    let (spans, ids) = chunk_structured(tk, text, &outline, (cfg.max_tokens, *min_tokens, cfg.overlap), with_ids)?;
+    let mut offs: Vec<usize> = spans
+        .iter()
+        .flat_map(|c| {
+            let (cs, ce) = c.context.unwrap_or((0, 0));
+            [c.span.start, c.span.end, cs, ce]
+        })
+        .collect();
+    bytes_to_chars(text, &mut offs);
+    let rows = spans
+        .iter()
+        .zip(offs.chunks_exact(4))
+        .map(|(c, o)| {
+            let (cs, ce) = if c.context.is_some() { (o[2] as i64, o[3] as i64) } else { (-1, -1) };
+            [o[0] as i64, o[1] as i64, c.span.tokens as i64, c.section as i64, c.kind as i64, cs, ce]
+        })
+        .collect();
+    Ok((rows, outline.sections, ids))
 }
 
 /// [`chunk_structured`] on the analysed document behind `sz`.

@@ -6,6 +6,7 @@
 
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
+use crate::error::{input, Result};
 use crate::spans::trim;
 
 /// The markup whose headings open sections.
@@ -18,12 +19,12 @@ pub enum Syntax {
 
 impl Syntax {
     /// The syntax called `name` (`"markdown"`, `"rst"`, `"asciidoc"`).
-    pub fn from_name(name: &str) -> Result<Syntax, String> {
+    pub fn from_name(name: &str) -> Result<Syntax> {
         match name {
             "markdown" => Ok(Syntax::Markdown),
             "rst" => Ok(Syntax::Rst),
             "asciidoc" => Ok(Syntax::Asciidoc),
-            other => Err(format!("syntax must be 'markdown', 'rst' or 'asciidoc', not {other:?}")),
+            other => Err(input!("syntax must be 'markdown', 'rst' or 'asciidoc', not {other:?}")),
         }
     }
 }

@@ -16,9 +16,8 @@ use tokenizers::{
 };
 use tokenizers::tokenizer::normalizer::Range;
 
+use crate::error::{input, Error, Result};
 use crate::pretokenize::{PreTokenizer2, Scheme};
-
-pub type Error = String;
 
 /// A token of a cached word: id and byte span relative to the word's start.
 #[derive(Clone, Copy, Debug)]
@@ -284,9 +283,20 @@ impl FastWordPiece {
 impl Tokenizer {
     /// Loads a `tokenizer.json` given as a string. Truncation and padding are
     /// switched off: the chunkers count whole texts.
-    pub fn from_json(json: &str) -> Result<Self, Error> {
-        let mut hf: tokenizers::Tokenizer = json.parse().map_err(|e| format!("{e}"))?;
-        hf.with_truncation(None).map_err(|e| format!("{e}"))?;
+    pub fn from_json(json: &str) -> Result<Self> {
+        Self::load(json).map_err(|e| Error::Tokenizer(format!("not a valid tokenizer.json: {e}")))
+    }
+
+    /// Loads a `tokenizer.json` file (see [`Self::from_json`]).
+    pub fn from_file(path: &std::path::Path) -> Result<Self> {
+        let json = std::fs::read_to_string(path).map_err(|source| Error::TokenizerFile { path: path.to_path_buf(), source })?;
+        Self::load(&json).map_err(|e| Error::Tokenizer(format!("{} is not a valid tokenizer.json: {e}", path.display())))
+    }
+
+    /// [`Self::from_json`], failing with HF's reason.
+    fn load(json: &str) -> Result<Self, tokenizers::Error> {
+        let mut hf: tokenizers::Tokenizer = json.parse()?;
+        hf.with_truncation(None)?;
         hf.with_padding(None);
         let path = Self::choose_path(&hf);
         let specials = Self::find_specials(&hf)?;
@@ -303,8 +313,8 @@ impl Tokenizer {
     }
 
     /// Learns the single-sequence template (e.g. `[CLS] A [SEP]`) from HF's post-processor.
-    fn find_specials(hf: &tokenizers::Tokenizer) -> Result<(Vec<u32>, Vec<u32>), Error> {
-        let enc = hf.encode("a", true).map_err(|e| format!("{e}"))?;
+    fn find_specials(hf: &tokenizers::Tokenizer) -> Result<(Vec<u32>, Vec<u32>), tokenizers::Error> {
+        let enc = hf.encode("a", true)?;
         let mask = enc.get_special_tokens_mask();
         let ids = enc.get_ids();
         let first = mask.iter().position(|&m| m == 0).unwrap_or(ids.len());
@@ -364,7 +374,7 @@ impl Tokenizer {
     }
 
     /// Number of tokens of `text`, without special tokens.
-    pub fn count(&self, text: &str, cache: &mut WordCache) -> Result<usize, Error> {
+    pub fn count(&self, text: &str, cache: &mut WordCache) -> Result<usize> {
         let mut n = 0usize;
         if self.fast_walk(text, cache, &mut |_, _, toks, _| n += toks.len())? {
             return Ok(n);
@@ -374,9 +384,9 @@ impl Tokenizer {
 
     /// Tokenizes a document once: its words with token counts, and its tokens
     /// when `with_tokens`.
-    pub fn analyze(&self, text: &str, with_tokens: bool, cache: &mut WordCache) -> Result<DocTokens, Error> {
+    pub fn analyze(&self, text: &str, with_tokens: bool, cache: &mut WordCache) -> Result<DocTokens> {
         if text.len() >= u32::MAX as usize {
-            return Err("a text longer than 4 GiB".into());
+            return Err(input!("a text longer than 4 GiB"));
         }
         self.tokenized.0.fetch_add(1, Ordering::Relaxed);
         self.tokenized.1.fetch_add(text.len(), Ordering::Relaxed);
@@ -408,7 +418,7 @@ impl Tokenizer {
     /// are pre-tokenized alone, as HF does, and each added token is a word of
     /// one token (`f`'s last argument true). Returns false (maybe after calls for some of the words) when
     /// the text needs HF's pipeline.
-    fn fast_walk(&self, text: &str, cache: &mut WordCache, f: &mut dyn FnMut(usize, usize, &[Tok], bool)) -> Result<bool, Error> {
+    fn fast_walk(&self, text: &str, cache: &mut WordCache, f: &mut dyn FnMut(usize, usize, &[Tok], bool)) -> Result<bool> {
         let Path::Fast { pre, added, .. } = &self.path else { return Ok(false) };
         let mut err = None;
         let mut piece = |base: usize, end: usize, f: &mut dyn FnMut(usize, usize, &[Tok], bool)| {
@@ -451,7 +461,7 @@ impl Tokenizer {
 
     /// Tokens of one word: `(offset, len)` into the cache's arena, or
     /// `(u32::MAX, len)` for an uncached word left in `cache.scratch`.
-    fn word_tokens(&self, word: &str, cache: &mut WordCache) -> Result<(u32, usize), Error> {
+    fn word_tokens(&self, word: &str, cache: &mut WordCache) -> Result<(u32, usize)> {
         if let Some(&(off, len)) = cache.map.get(word) {
             return Ok((off, len as usize));
         }
@@ -471,7 +481,7 @@ impl Tokenizer {
     }
 
     /// HF's normalizer (BERT) or byte mapping (byte level), then HF's model.
-    fn tokenize_word(&self, word: &str, out: &mut Vec<Tok>) -> Result<(), Error> {
+    fn tokenize_word(&self, word: &str, out: &mut Vec<Tok>) -> Result<()> {
         let Path::Fast { pre, byte_level, .. } = &self.path else { unreachable!() };
         let model: &ModelWrapper = self.hf.get_model();
         // quadratic in the word's length: long words go to HF's heap-based merge
@@ -489,7 +499,7 @@ impl Tokenizer {
                 mapped.push(BYTE_CHARS[b as usize]);
             }
             pos.push(mapped.len());
-            for t in model.tokenize(&mapped).map_err(|e| format!("{e}"))? {
+            for t in model.tokenize(&mapped).map_err(hf_error)? {
                 let s = pos.partition_point(|&p| p < t.offsets.0);
                 let e = pos.partition_point(|&p| p < t.offsets.1);
                 out.push(Tok { id: t.id, start: s as u32, end: e as u32 });
@@ -512,7 +522,7 @@ impl Tokenizer {
         }
         let mut ns = NormalizedString::from(word);
         if let Some(n) = normalizer {
-            n.normalize(&mut ns).map_err(|e| format!("{e}"))?;
+            n.normalize(&mut ns).map_err(hf_error)?;
         }
         // a CJK ideograph normalizes to " x ": the model sees it without the padding
         let normalized = ns.get();
@@ -533,7 +543,7 @@ impl Tokenizer {
         normalized: &str,
         out: &mut Vec<Tok>,
         to_original: impl Fn(usize, usize) -> std::ops::Range<usize>,
-    ) -> Result<(), Error> {
+    ) -> Result<()> {
         let mut push = |id: u32, a: usize, b: usize| {
             let r = to_original(a, b);
             out.push(Tok { id, start: r.start as u32, end: r.end as u32 });
@@ -545,19 +555,19 @@ impl Tokenizer {
                 push(id, a, b);
             }
         } else {
-            for t in self.hf.get_model().tokenize(normalized).map_err(|e| format!("{e}"))? {
+            for t in self.hf.get_model().tokenize(normalized).map_err(hf_error)? {
                 push(t.id, t.offsets.0, t.offsets.1);
             }
         }
         Ok(())
     }
 
-    fn hf_encode(&self, text: &str) -> Result<tokenizers::Encoding, Error> {
-        self.hf.encode(text, false).map_err(|e| format!("{e}"))
+    fn hf_encode(&self, text: &str) -> Result<tokenizers::Encoding> {
+        self.hf.encode(text, false).map_err(hf_error)
     }
 
     /// The general path: HF's pipeline; words from its word ids.
-    fn analyze_hf(&self, text: &str, with_tokens: bool) -> Result<DocTokens, Error> {
+    fn analyze_hf(&self, text: &str, with_tokens: bool) -> Result<DocTokens> {
         let enc = self.hf_encode(text)?;
         let mut doc = DocTokens::new(with_tokens, false);
         let offsets = enc.get_offsets();
@@ -590,6 +600,11 @@ impl Tokenizer {
 }
 
 /// GPT-2's byte-to-character table (`bytes_to_unicode`).
+/// An error of HF's pipeline while tokenizing.
+fn hf_error(e: tokenizers::Error) -> Error {
+    Error::Tokenizer(e.to_string())
+}
+
 static BYTE_CHARS: std::sync::LazyLock<[char; 256]> = std::sync::LazyLock::new(|| {
     let mut table = ['\0'; 256];
     let mut n = 0u32;

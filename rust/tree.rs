@@ -9,15 +9,14 @@
 //! Every count, and every leaf's token ids, comes from the one [`DocTokens`]
 //! of the document, which the expansion [`Doc`] keeps too.
 
+use crate::error::Result;
 use crate::expand::{Doc, DocInput};
 use crate::segment::sentences;
 use crate::sizer::Sizer;
-use crate::spans::{bytes_to_chars, trim};
+use crate::spans::{bytes_to_chars, trim, NONE};
 use crate::split::{sentence_chunks, span_ids, structured_in};
 use crate::structure::{self, Syntax};
 use crate::tokenizer::Tokenizer;
-
-const NONE: u32 = u32::MAX;
 
 /// The stable id of a tree node: the 8-byte BLAKE2b digest, in hex, of
 /// `doc_id NUL start NUL end NUL level` (numbers in decimal), where `doc_id` is
@@ -59,7 +58,7 @@ pub struct Tree {
 }
 
 /// Builds the tree of `text`, tokenizing it once.
-pub fn build(tk: &Tokenizer, text: &str, syntax: Option<Syntax>, cfg: &TreeConfig) -> Result<Tree, String> {
+pub fn build(tk: &Tokenizer, text: &str, syntax: Option<Syntax>, cfg: &TreeConfig) -> Result<Tree> {
     tk.with_cache(|cache| {
         let mut tokens = tk.analyze(text, true, cache)?;
         let mut sz = Sizer::new(tk, text, &tokens, cache);

@@ -5,7 +5,7 @@
 //! hit is covered by a passage or dropped.
 #![no_main]
 
-use _native::expand::{DocInput, Params, Store};
+use _native::expand::{DocInput, Order, Pack, Params, Store};
 use _native::segment::sentences;
 use _native::spans::bytes_to_chars;
 use chunkforge_fuzz::{count, Input};
@@ -78,8 +78,8 @@ fuzz_target!(|data: &[u8]| {
         parent: c0 & 4 != 0,
         auto_merge: (c0 & 8 != 0).then_some((c2 % 10) as f64 / 10.0),
         budget: (c0 & 16 != 0).then_some(c3 as usize * 2),
-        by_document: c0 & 32 != 0,
-        stop: c0 & 64 != 0,
+        order: if c0 & 32 != 0 { Order::Document } else { Order::Score },
+        pack: if c0 & 64 != 0 { Pack::Stop } else { Pack::Skip },
         trim: c0 & 128 != 0,
     };
     let payload = store.expand(tk, &hits, &params).unwrap();

@@ -19,8 +19,16 @@ class InputError(ChunkforgeError):
     """Bad input or arguments to a command or job; the message names the flag or file (and line)."""
 
 
+class TokenizerError(ChunkforgeError):
+    """A ``tokenizer.json`` that cannot be loaded, or a text its model fails on."""
+
+
+class NotInIndexError(ChunkforgeError):
+    """A leaf label or document slot that is not in the index (deleted, or from another index)."""
+
+
 class DatasetError(ChunkforgeError):
     """A bad corpus, queries or config file of ``chunkforge eval``; the message names the file (and line)."""
 
 
-__all__ = ["ChunkforgeError", "DatasetError", "InputError"]
+__all__ = ["ChunkforgeError", "DatasetError", "InputError", "NotInIndexError", "TokenizerError"]
