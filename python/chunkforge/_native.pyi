@@ -4,10 +4,13 @@ Private: only :mod:`chunkforge.tokenizer` and the classes that own a native obje
 (the chunkers, :class:`~chunkforge.index.Index`, the encoder's tokenizer) call it.
 Offsets are code points of the Python ``str`` unless said otherwise; ``threads=None``
 means all cores (and at most :func:`max_threads`); the GIL is released around native work.
+Bad input raises :class:`~chunkforge.errors.InputError`, a ``tokenizer.json`` that cannot
+be loaded :class:`~chunkforge.errors.TokenizerError`, a leaf label or document slot not in
+the index :class:`~chunkforge.errors.NotInIndexError` (all ``ValueError``s).
 """
 
 from collections.abc import Iterable, Sequence
-from typing import Generic, Literal, TypeVar
+from typing import Generic, Literal, TypeVar, final
 
 import numpy as np
 import numpy.typing as npt
@@ -41,15 +44,23 @@ _Ints = npt.NDArray[np.int64]
 _Ids = npt.NDArray[np.uint32]
 _SpanColumns = tuple[_Ints, _Ints, _Ints, _Ints]
 
+@final
 class Tokenizer:
     """A ``tokenizer.json`` (HF ``tokenizers``), counting without special tokens,
     truncation or padding; exact fast paths for WordPiece and byte-level BPE."""
     @staticmethod
     def from_str(json: str) -> Tokenizer:
-        """Loads the JSON text of a ``tokenizer.json``; ValueError if it is not one."""
+        """Loads the JSON text of a ``tokenizer.json``.
+
+        Raises:
+            TokenizerError: the text is not a ``tokenizer.json``."""
     @staticmethod
     def from_file(path: str) -> Tokenizer:
-        """Loads a ``tokenizer.json`` file; OSError or ValueError naming the file."""
+        """Loads a ``tokenizer.json`` file.
+
+        Raises:
+            OSError: the file cannot be read (naming it).
+            TokenizerError: it is not a ``tokenizer.json`` (naming it)."""
     @property
     def fast_path(self) -> bool:
         """True when documents take the exact fast path rather than HF's pipeline."""
@@ -76,8 +87,10 @@ class Tokenizer:
     def special_tokens(self) -> tuple[list[int], list[int]]:
         """The special token ids put before and after one sequence, e.g. ``([101], [102])``."""
 
+@final
 class Chunker:
-    """A configured chunker; the Python chunker classes validate its parameters."""
+    """A configured chunker; the Python chunker classes validate its parameters
+    (:class:`~chunkforge.errors.InputError` for one they let through)."""
     def __init__(
         self,
         tokenizer: Tokenizer,
@@ -107,6 +120,7 @@ class Chunker:
     ) -> list[tuple[_Ints, list[list[str]], _Ids, _Ints]]:
         """``structured_batch`` and, per text, its chunks' ``(token_ids, bounds)``."""
 
+@final
 class SpanCounter:
     """Exact token counts of any span of one text, tokenized once."""
     def __init__(self, tokenizer: Tokenizer, text: str) -> None: ...
@@ -149,6 +163,7 @@ def late_pool(
 ) -> npt.NDArray[np.float32]:
     """Mean of the token ``vectors`` whose ``offsets`` fall in each of ``spans``."""
 
+@final
 class DocTree:
     """A document cut into its tree by :meth:`Expander.build`, until
     :meth:`Expander.insert` takes it."""
@@ -162,6 +177,7 @@ class DocTree:
     def leaf_token_ids(self) -> tuple[_Ids, _Ints]:
         """``(ids, bounds)``: leaf ``i``'s token ids are ``ids[bounds[i]:bounds[i + 1]]``."""
 
+@final
 class Expander(Generic[_T, _P, _Q]):
     """An index's documents (their trees, for expansion) and its leaf labels; owns each
     document's id, text and heading paths. Makes hits of ``hit_type`` (a frozen, slotted
@@ -198,10 +214,17 @@ class Expander(Generic[_T, _P, _Q]):
         """Adds saved trees (``nodes`` ``(m, 4)`` without levels, ``sentences`` ``(n, 3)``);
         returns their slots."""
     def remove(self, slot: int) -> None:
-        """Removes the document in ``slot``; its labels become free."""
+        """Removes the document in ``slot``; its labels become free.
+
+        Raises:
+            NotInIndexError: no document is in ``slot``."""
     def hits(self, labels: Sequence[int], scores: Sequence[float], level: int) -> list[_T]:
         """A hit ``(doc_id, start, end, score, text, heading_path, id, leaf)`` of each label's
-        leaf, its ``__slots__`` set with ``object.__setattr__`` (a frozen dataclass), ids of tree ``level``."""
+        leaf, its ``__slots__`` set with ``object.__setattr__`` (a frozen dataclass), ids of tree ``level``.
+
+        Raises:
+            InputError: ``labels`` and ``scores`` differ in length.
+            NotInIndexError: a label is no leaf of the index."""
     def leaves_under(self, slot: int, prefix: Sequence[str]) -> list[int]:
         """Leaf indices of a document whose section's heading path starts with ``prefix``."""
     def tree(self, slot: int) -> tuple[_Ints, _Ints, _Ints, list[list[str]]]:
@@ -218,6 +241,10 @@ class Expander(Generic[_T, _P, _Q]):
         pack: Pack = "skip",
         trim: bool = False,
     ) -> _Q:
-        """Hits (each with a ``leaf`` label and a ``score``, read fastest from the hit type's own
-        instances) -> ``payload_type(passages, dropped hits)``; see
-        :meth:`chunkforge.index.Index.expand`."""
+        """Hits (each with a ``leaf`` label and a ``score``) -> ``payload_type(passages,
+        dropped hits)``; see :meth:`chunkforge.index.Index.expand`.
+
+        Raises:
+            TypeError: a hit has no integer ``leaf`` or numeric ``score``.
+            InputError: ``order`` or ``pack`` is not one of its names, or a score is NaN.
+            NotInIndexError: a hit's leaf is not in the index."""

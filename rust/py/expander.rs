@@ -382,7 +382,7 @@ impl Expander {
             (payload, refs)
         };
         let new_tuple = py.get_type::<PyTuple>().getattr(intern!(py, "__new__"))?;
-        let (passage, payload) = (self.types.passage.bind(py), self.types.payload.bind(py));
+        let (passage_type, payload_type) = (self.types.passage.bind(py), self.types.payload.bind(py));
         let passages = PyList::empty(py);
         for (p, (doc_id, text, heading)) in payload.passages.into_iter().zip(refs) {
             let covered = PyTuple::new(py, p.hits.iter().map(|&i| &hits[i as usize]))?;
@@ -396,9 +396,9 @@ impl Expander {
                 covered.into_any(),
                 text.into_bound(py).into_any(),
             ];
-            passages.append(new_tuple.call1((passage, PyTuple::new(py, row)?))?)?;
+            passages.append(new_tuple.call1((passage_type, PyTuple::new(py, row)?))?)?;
         }
         let dropped = PyList::new(py, payload.dropped.iter().map(|&i| &hits[i as usize]))?;
-        new_tuple.call1((payload, (passages, dropped)))
+        new_tuple.call1((payload_type, (passages, dropped)))
     }
 }
