@@ -760,3 +760,102 @@ fn merge_small(
         i += 1;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokenizer() -> Tokenizer {
+        let json = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/python/chunkforge/data/all-MiniLM-L6-v2.tokenizer.json")).unwrap();
+        Tokenizer::from_json(&json).unwrap()
+    }
+
+    const TEXT: &str = "Cats purr when they are content. They also purr when hurt, which puzzles owners.\n\n\
+        Dogs bark at strangers, at the post, and at nothing at all. A trained dog barks less.\n\n\
+        Fish swim. Birds sing at dawn, before the traffic starts, and again at dusk.";
+
+    fn config(name: &str, max_tokens: usize, overlap: usize) -> Config {
+        Config { strategy: Strategy::from_name(name, 0, 0, None).unwrap(), max_tokens, overlap }
+    }
+
+    /// Every chunk is a trimmed, non-empty slice in text order whose count is its count encoded alone, within the limit.
+    fn check_contract(tk: &Tokenizer, text: &str, chunks: &[ChunkSpan], max: usize) {
+        assert!(!chunks.is_empty());
+        for (i, c) in chunks.iter().enumerate() {
+            let piece = &text[c.start..c.end];
+            assert!(!piece.is_empty() && piece.trim() == piece, "chunk {i} {piece:?} is not trimmed");
+            let alone = tk.with_cache(|cache| tk.count(piece, cache)).unwrap();
+            assert_eq!(c.tokens, alone, "chunk {i} {piece:?}: its count is not its count encoded alone");
+            assert!(c.tokens <= max, "chunk {i} has {} tokens, over {max}", c.tokens);
+            if i > 0 {
+                assert!(chunks[i - 1].start < c.start, "chunk {i} starts before the one before it");
+            }
+        }
+    }
+
+    #[test]
+    fn every_strategy_keeps_the_contract() {
+        let tk = tokenizer();
+        for name in ["token", "recursive", "sentence"] {
+            for (max, overlap) in [(8, 0), (16, 4), (64, 0)] {
+                let overlap = if name == "sentence" { 0 } else { overlap };
+                let chunks = chunk(&tk, TEXT, &config(name, max, overlap)).unwrap();
+                check_contract(&tk, TEXT, &chunks, max);
+                let (first, last) = (chunks.first().unwrap(), chunks.last().unwrap());
+                assert_eq!((first.start, last.end), (0, TEXT.len()), "{name} {max}: the chunks cover the text");
+            }
+        }
+    }
+
+    #[test]
+    fn sentence_chunks_end_on_sentence_ends() {
+        let tk = tokenizer();
+        for c in chunk(&tk, TEXT, &config("sentence", 24, 0)).unwrap() {
+            assert!(TEXT[..c.end].ends_with('.'), "{:?} does not end a sentence", &TEXT[c.start..c.end]);
+        }
+    }
+
+    #[test]
+    fn recursive_prefers_paragraphs_when_they_fit() {
+        let tk = tokenizer();
+        let chunks = chunk(&tk, TEXT, &config("recursive", 24, 0)).unwrap();
+        let paragraphs: Vec<&str> = TEXT.split("\n\n").collect();
+        let texts: Vec<&str> = chunks.iter().map(|c| &TEXT[c.start..c.end]).collect();
+        assert_eq!(texts, paragraphs);
+    }
+
+    #[test]
+    fn token_windows_repeat_the_overlap() {
+        let tk = tokenizer();
+        let chunks = chunk(&tk, TEXT, &config("token", 10, 3)).unwrap();
+        let (_, ids) = chunk_with(&tk, TEXT, &config("token", 10, 3), true).unwrap();
+        let (ids, bounds) = ids.unwrap();
+        assert_eq!(bounds.len(), chunks.len() + 1);
+        for i in 1..chunks.len() {
+            let (prev, this) = (&ids[bounds[i - 1]..bounds[i]], &ids[bounds[i]..bounds[i + 1]]);
+            assert_eq!(prev[prev.len() - 3..], this[..3], "window {i} does not start with the last 3 tokens of the one before");
+        }
+    }
+
+    #[test]
+    fn empty_and_blank_texts_have_no_chunks() {
+        let tk = tokenizer();
+        for text in ["", "  \n\t "] {
+            let (chunks, ids) = chunk_with(&tk, text, &config("recursive", 8, 0), true).unwrap();
+            assert!(chunks.is_empty());
+            assert_eq!(ids, Some((vec![], vec![0])));
+        }
+    }
+
+    #[test]
+    fn strategies_by_name() {
+        assert!(matches!(Strategy::from_name("sentence", 0, 2, None).unwrap(), Strategy::Sentence { overlap_sentences: 2 }));
+        let seps = Some(vec!["; ".to_string()]);
+        assert!(matches!(Strategy::from_name("recursive", 5, 0, seps).unwrap(), Strategy::Recursive { min_tokens: 5, ref levels } if levels.len() == 1));
+        assert!(matches!(Strategy::from_name("rst", 0, 0, None).unwrap(), Strategy::Structured { syntax: Syntax::Rst, .. }));
+        let err = Strategy::from_name("words", 0, 0, None).unwrap_err().to_string();
+        assert!(err.contains("unknown strategy \"words\""), "{err}");
+        let err = chunk(&tokenizer(), TEXT, &config("markdown", 8, 0)).unwrap_err().to_string();
+        assert!(err.contains("chunk_structured"), "{err}");
+    }
+}

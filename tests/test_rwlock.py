@@ -117,10 +117,16 @@ def test_a_writer_interrupted_while_waiting_lets_the_readers_it_held_back_in():
 
     started(first_reader)
     reading.wait(WAIT)
-    started(interrupt, threading.get_ident())
-    with pytest.raises(KeyboardInterrupt):
-        with lock.write():  # waits for first_reader until the signal
-            pass
+    # Python's own SIGINT handler, whatever a library loaded by an earlier test put there
+    # (in the whole suite the signal was taken elsewhere and never raised here)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        started(interrupt, threading.get_ident())
+        with pytest.raises(KeyboardInterrupt):
+            with lock.write():  # waits for first_reader until the signal
+                pass
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert read_after.wait(WAIT)
     assert not done  # it got in while the first reader still reads
     leave.set()
