@@ -353,3 +353,29 @@ def test_lone_surrogates_are_refused_by_add_and_a_failed_save_leaves_no_version(
     assert result.returncode != 0 and "File too large" in result.stderr, result.stderr[-2000:]
     assert sorted(p.name for p in root.iterdir()) == ["CURRENT", "v-000001"]
     assert Index.load(root, encoder).doc_ids == [d["id"] for d in BASE]
+
+
+def test_hits_from_another_index_or_edited_are_refused(encoder):
+    """A hit names its leaf twice, by label and by document and span: expanding one whose
+    names disagree (a hit of another index, an edited one, a deleted document's) raises
+    NotInIndexError naming it, instead of expanding whatever leaf the label points at."""
+    import dataclasses
+
+    from chunkforge.errors import NotInIndexError
+
+    a = Index.build(BASE, encoder)
+    b = Index.build([BASE[2], BASE[0], BASE[1]], encoder)  # the same documents, other labels
+    hits = a.search("how much do cats sleep?", k=5)
+    sent = [(p.doc_id, p.start, p.end) for p in a.expand(hits).passages]
+    assert hits[0].doc_id == "cats.md" and sent
+    with pytest.raises(NotInIndexError, match=r"hits\[0\]: 'cats.md' .* not a leaf of this index"):
+        b.expand(hits)
+    moved = dataclasses.replace(hits[1], end=hits[1].end - 1)
+    with pytest.raises(NotInIndexError, match=r"hits\[1\].*is another span"):
+        a.expand([hits[0], moved])
+    a.delete("cats.md")
+    with pytest.raises(NotInIndexError, match="is not in the index"):
+        a.expand(hits[:1])
+    # the same spans, found again by document and offsets, expand in the other index as they did here
+    again = b.hits_for([(h.doc_id, h.start, h.end, h.score) for h in hits])
+    assert [(p.doc_id, p.start, p.end) for p in b.expand(again).passages] == sent

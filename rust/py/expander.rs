@@ -107,7 +107,55 @@ impl Docs {
     }
 }
 
+/// What a hit says of its leaf: its document's id and its span.
+type Claim<'py> = (Bound<'py, PyString>, u32, u32);
+
+impl Docs {
+    /// Checks that each hit's leaf label is the leaf its document id and span name (a hit
+    /// from another index, or one edited, is refused rather than expanded as another leaf).
+    fn check_claims(&self, pairs: &[(u64, f64)], claims: &[Option<Claim<'_>>]) -> PyResult<()> {
+        for (i, (&(label, _), claim)) in pairs.iter().zip(claims).enumerate() {
+            let Some((doc_id, start, end)) = claim else { continue };
+            let named = self.store.leaf(label).and_then(|(slot, s, e, _)| {
+                let doc = self.py_docs.get(slot as usize)?.as_ref()?;
+                Some(
+                    (s, e) == (*start, *end)
+                        && (doc.id.is(doc_id) || PyAnyMethods::eq(doc.id.bind(doc_id.py()).as_any(), doc_id).unwrap_or(false)),
+                )
+            });
+            if named != Some(true) {
+                let why = if named.is_none() { "is not in the index" } else { "is another span" };
+                return Err(Error::NotInIndex(format!(
+                    "hits[{i}]: {} {start}-{end} is not a leaf of this index (its leaf {label} {why}; a hit from another index?)",
+                    doc_id.repr()?
+                ))
+                .into());
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Expander {
+    /// What each hit of the hit type says of its leaf (other objects, with only a `leaf`
+    /// and a `score`, say nothing and are not checked).
+    fn claims<'py>(&self, py: Python<'py>, hits: &[Bound<'py, PyAny>]) -> PyResult<Vec<Option<Claim<'py>>>> {
+        let hit_type = self.types.hit.bind(py);
+        let (doc_id, start, end) = (intern!(py, "doc_id"), intern!(py, "start"), intern!(py, "end"));
+        hits.iter()
+            .enumerate()
+            .map(|(i, h)| {
+                if !h.get_type().is(hit_type) {
+                    return Ok(None);
+                }
+                let read = || -> PyResult<Claim<'py>> {
+                    Ok((h.getattr(doc_id)?.downcast_into::<PyString>()?, h.getattr(start)?.extract()?, h.getattr(end)?.extract()?))
+                };
+                read().map(Some).map_err(|e| PyTypeError::new_err(format!("hits[{i}]: bad doc_id, start or end: {e}")))
+            })
+            .collect()
+    }
+
     /// The documents, to read: at once when no writer holds or awaits them, else
     /// waited for with the GIL released, so that the writer can finish its call.
     fn read(&self, py: Python<'_>) -> RwLockReadGuard<'_, Docs> {
@@ -372,11 +420,13 @@ impl Expander {
                 read().map_err(|e| PyTypeError::new_err(format!("hits[{i}] is not a Hit (from Index.search): {e}")))
             })
             .collect::<PyResult<_>>()?;
+        let claims = self.claims(py, &hits)?;
         // the passages' documents' ids, texts and headings are taken in one loop of
         // independent loads, so that their cache misses overlap instead of coming one by one
         let (payload, refs) = {
             let docs = self.read(py);
             let docs = &*docs;
+            docs.check_claims(&pairs, &claims)?;
             let payload: expand::Payload = py.detach(|| docs.store.expand(&self.tk, &pairs, &params))?;
             let refs: Vec<DocRefs> = payload.passages.iter().map(|p| docs.refs(py, p.doc, p.section)).collect::<Result<_>>()?;
             (payload, refs)
