@@ -1,13 +1,17 @@
-"""Does ``spread`` (issue 25) send the evidence where it is long, without losing it where
-it is short? The dev set (``benches/devset``, nine genres, 38% of the answerable questions
-with 60+ evidence tokens) answered by ``Index.query`` with the bare hits (the policy before
-issue 25, ``spread=None``) and with ``spread`` decays, against plain ``RecursiveChunker``
-128/200/256 chunks ranked dense, BM25 or hybrid RRF (as in ``benches/retrieval_eval.py``).
+"""Issue 25 on evidence of every length: the search prefix (each document's title and each
+leaf's heading path before what search sees; ``Index(search_prefix=...)``) and ``spread``
+(relevance spread to neighbours; ``Index.expand(spread=...)``), each measured. The dev set
+(``benches/devset``, nine genres, 38% of the answerable questions with 60+ evidence tokens)
+answered by ``Index.query`` on an index without and with the prefix, each with the bare hits
+and with ``spread`` decays, against plain ``RecursiveChunker`` 128/200/256 chunks ranked dense,
+BM25 or hybrid RRF (as in ``benches/retrieval_eval.py``).
 
 Evidence-token recall at 500 and 1,000 tokens on the ``test`` half (the decay was tuned on
-``dev``), overall, per evidence-length bucket and per genre, each against the best baseline
-of that slice and against the bare hits: mean paired difference and its 95% bootstrap CI.
-The query cost of both policies is timed in the same run, interleaved question by question.
+``dev``), overall, per evidence-length bucket and per genre: the recommended policy (the
+library's defaults) against the best baseline of that slice, against round 2's policy (no
+prefix, bare hits), and ``spread=0.5`` against the bare hits on the same index: mean paired
+difference and its 95% bootstrap CI. The query cost of round 2's policy and of the recommended one is timed in
+the same run, interleaved question by question.
 
     python benches/retrieval_buckets.py --out benches/results/retrieval-buckets.md
 """
@@ -25,12 +29,18 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent / "devset"))
 from build import BUCKETS, bucket_of, evidence_tokens  # noqa: E402
 
+from chunkforge._recommended import RECOMMENDED  # noqa: E402
 from chunkforge.eval import Span  # noqa: E402
 from chunkforge.index import Index  # noqa: E402
 from retrieval_lab import Lab, bootstrap, rrf  # noqa: E402
 
 BUDGETS = (500, 1000)
-POLICIES = {"bare hits (before)": None, "spread=0.3": 0.3, "spread=0.5 (recommended)": 0.5, "spread=0.7": 0.7}
+INDEXES = {"no prefix": False, "prefix": True}
+SPREADS = {"bare hits": None, "spread=0.3": 0.3, "spread=0.5": 0.5, "spread=0.7": 0.7}
+
+
+def spread_name(decay: float | None) -> str:
+    return next(name for name, d in SPREADS.items() if d == decay)
 
 
 def main() -> None:
@@ -38,8 +48,12 @@ def main() -> None:
     parser.add_argument("--out", help="write the Markdown report here")
     args = parser.parse_args()
     lab = Lab()
-    index = Index.build([{"id": d.doc_id, "text": d.text, **d.metadata} for d in lab.corpus], lab.encoder)
-    print(index, flush=True)
+    docs = [{"id": d.doc_id, "text": d.text, **d.metadata} for d in lab.corpus]
+    indexes = {name: Index.build(docs, lab.encoder, search_prefix=on) for name, on in INDEXES.items()}
+    default = "prefix" if Index(lab.encoder).search_prefix else "no prefix"
+    rec = f"{default}, {spread_name(RECOMMENDED['spread'])}"
+    before = "no prefix, bare hits"
+    bare, spread = f"{default}, bare hits", f"{default}, spread=0.5"  # the payload decision, on one index
     rows: dict[str, dict[int, np.ndarray]] = {}
     for n in (128, 200, 256):
         u = lab.chunks(n)
@@ -48,22 +62,21 @@ def main() -> None:
             ranked = lab.ranked_units(u, scores)
             rows[f"recursive-{n} {name}"] = {b: lab.recall([lab.pack(r, b) for r in ranked]) for b in BUDGETS}
     baselines = list(rows)
-    seconds = {name: 0.0 for name in POLICIES}
-    for b in BUDGETS:
-        payloads: dict[str, list[list[Span]]] = {name: [] for name in POLICIES}
-        for q in lab.queries:
-            hits = index.search(q.query, k=100)
-            for name, decay in POLICIES.items():
-                t0 = time.perf_counter()
-                p = index.expand(hits, budget_tokens=b, spread=decay)
-                seconds[name] += time.perf_counter() - t0
-                payloads[name].append([Span(x.doc_id, x.start, x.end) for x in p.passages])
-        for name in POLICIES:
-            rows.setdefault(name, {})[b] = lab.recall(payloads[name])
-    t0 = time.perf_counter()
-    for q in lab.queries[:200]:
-        index.search(q.query, k=100)
-    search_ms = (time.perf_counter() - t0) / 200 * 1000
+    for index_name, index in indexes.items():
+        hits = [index.search(q.query, k=RECOMMENDED["k"]) for q in lab.queries]
+        for b in BUDGETS:
+            for name, decay in SPREADS.items():
+                payloads = [index.expand(h, budget_tokens=b, spread=decay) for h in hits]
+                spans = [[Span(x.doc_id, x.start, x.end) for x in p.passages] for p in payloads]
+                rows.setdefault(f"{index_name}, {name}", {})[b] = lab.recall(spans)
+    # the query cost, round 2's policy and the recommended one interleaved question by question
+    seconds = {before: [], rec: []}
+    old, new = indexes["no prefix"], indexes[default]
+    for q in lab.queries[:300]:
+        for name, index, decay in ((before, old, None), (rec, new, RECOMMENDED["spread"])):
+            t0 = time.perf_counter()
+            index.query(q.query, spread=decay)
+            seconds[name].append(time.perf_counter() - t0)
 
     texts = {d.doc_id: d.text for d in lab.corpus}  # buckets as the dev set's build counts them
     bucket = np.array(
@@ -80,7 +93,6 @@ def main() -> None:
         d, lo, hi = bootstrap(a[m], c[m])
         return f"{d * 100:+.1f} [{lo * 100:+.1f}, {hi * 100:+.1f}]"
 
-    rec = "spread=0.5 (recommended)"
     lines = [
         "| pipeline | " + " | ".join(f"{s} @{b}" for b in BUDGETS for s in ("dev", "test")) + " |",
         "|---" * 5 + "|",
@@ -91,10 +103,12 @@ def main() -> None:
     table = [
         "| test slice | n | "
         + " | ".join(
-            f"recommended @{b} | best baseline @{b} | minus best [95% CI] | minus bare hits [95% CI]" for b in BUDGETS
+            f"recommended @{b} | best baseline @{b} | minus best [95% CI] | minus round 2 [95% CI] "
+            f"| spread=0.5 minus bare hits [95% CI]"
+            for b in BUDGETS
         )
         + " |",
-        "|---" * (2 + 4 * len(BUDGETS)) + "|",
+        "|---" * (2 + 5 * len(BUDGETS)) + "|",
     ]
     for label, m in slices:
         m = m & ~np.isnan(rows[rec][1000])
@@ -105,18 +119,23 @@ def main() -> None:
                 f"{mean(rows[rec][b], m):.1f}",
                 f"{mean(rows[top][b], m):.1f} ({top})",
                 ci(rows[rec][b], rows[top][b], m),
-                ci(rows[rec][b], rows["bare hits (before)"][b], m),
+                ci(rows[rec][b], rows[before][b], m),
+                ci(rows[spread][b], rows[bare][b], m),
             ]
         table.append(f"| {label} | {int(m.sum())} | " + " | ".join(cells) + " |")
-    per_query = len(lab.queries) * len(BUDGETS)
-    cost = ", ".join(f"{name} {seconds[name] / per_query * 1000:.2f} ms" for name in POLICIES)
+    p50 = {name: float(np.median(t)) * 1000 for name, t in seconds.items()}
+    cost = (
+        f"`Index.query` p50 over {len(seconds[rec])} questions, interleaved: round 2's policy ({before}) "
+        f"{p50[before]:.2f} ms, the recommended one ({rec}) {p50[rec]:.2f} ms: {p50[rec] / p50[before]:.2f}x."
+    )
     text = "\n".join(
         [
             "<!-- Written by benches/retrieval_buckets.py (issue 25). -->",
-            "# Spread on evidence of every length",
+            "# The search prefix and spread on evidence of every length",
             "",
-            f"`benches/devset`: {len(lab.corpus)} documents, {len(lab.queries)} questions, `{index!r}` "
-            "(titles in the documents' metadata). Evidence-token recall (%), means over answerable questions.",
+            f"`benches/devset`: {len(lab.corpus)} documents, {len(lab.queries)} questions, `{new!r}` "
+            f"(titles in the documents' metadata). Recommended: {rec}. Evidence-token recall (%), "
+            "means over answerable questions.",
             "",
             "    " + ("python benches/retrieval_buckets.py " + " ".join(sys.argv[1:])).rstrip(),
             "",
@@ -126,8 +145,7 @@ def main() -> None:
             "",
             *table,
             "",
-            f"Query cost, the same hits expanded by each policy in turn (per question, mean of both budgets): {cost}; "
-            f"the search itself (embedding the question, ANN, BM25, fusion) {search_ms:.1f} ms.",
+            cost,
             "",
         ]
     )

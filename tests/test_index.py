@@ -158,7 +158,8 @@ def test_budget_covers_the_best_hit(index, data):
 
 def test_build_tokenizes_each_document_once(encoder):
     """Sections, parents, leaves and the leaves' embeddings all come from one
-    tokenization of each document (the tokenizer counts what it tokenizes)."""
+    tokenization of each document (the tokenizer counts what it tokenizes); the search
+    prefix of each section is tokenized once more, alone."""
     prose = [
         {"id": "notes.txt", "text": " ".join(f"word{i} and more, then" for i in range(400))},
         {
@@ -171,20 +172,28 @@ def test_build_tokenizes_each_document_once(encoder):
     before = index.tokenizer.tokenized
     index.add(prose)
     texts, nbytes = (a - b for a, b in zip(index.tokenizer.tokenized, before))
-    assert (texts, nbytes) == (len(prose), sum(len(d["text"].encode()) for d in prose))
+    prefixes = ["Cats\n\n", "Cats > Food\n\n"]  # a.md's sections; the others have no headings, no title
+    assert (texts, nbytes) == (
+        len(prose) + len(prefixes),
+        sum(len(d["text"].encode()) for d in [*prose, *({"text": p} for p in prefixes)]),
+    )
     # a run without spaces longer than a leaf (URLs, paths) is cut at the token boundaries of
     # the run encoded alone, and a leaf cut inside a word re-encodes the cut word: pieces only
+    # (counted without the prefixes)
     docs = small_docs()
-    before = index.tokenizer.tokenized
-    index.add(docs)
-    texts, nbytes = (a - b for a, b in zip(index.tokenizer.tokenized, before))
+    plain = Index(encoder, leaf_tokens=24, parent_tokens=(120, 60), search_prefix=False)
+    before = plain.tokenizer.tokenized
+    plain.add(docs)
+    texts, nbytes = (a - b for a, b in zip(plain.tokenizer.tokenized, before))
     size = sum(len(d["text"].encode()) for d in docs)
     assert texts >= len(docs) and size <= nbytes < 1.1 * size
-    # the leaves' vectors are those of their texts embedded alone
+    index.add(docs)
+    # the leaves' vectors are those of their texts embedded alone, after their heading paths
     leaves = index.leaves("notes.txt")
     assert max(index.tokenizer.count(h.text) for h in leaves) <= 24
     some = leaves[:3] + index.leaves(docs[1]["id"])
-    expected = encoder.embed([h.text for h in some])
+    assert any(h.heading_path for h in some) and not any("title" in d for d in docs)
+    expected = encoder.embed([" > ".join(h.heading_path) + "\n\n" + h.text if h.heading_path else h.text for h in some])
     got = index._graph.vectors(np.array([h.leaf for h in some]))
     np.testing.assert_allclose(got, expected / np.linalg.norm(expected, axis=1, keepdims=True), atol=1e-5)
 
@@ -231,8 +240,9 @@ def test_leaves_and_payload_objects(index):
 
 def test_query_uses_the_recommended_policy(index):
     q = "unicode identifier tables"
-    assert index.query(q) == index.expand(index.search(q, k=100), budget_tokens=1000, spread=0.5)
-    assert index.query(q) != index.expand(index.search(q, k=100), budget_tokens=1000)
+    assert index.query(q) == index.expand(index.search(q, k=100), budget_tokens=1000)
+    assert index.query(q, spread=0.5) == index.expand(index.search(q, k=100), budget_tokens=1000, spread=0.5)
+    assert index.query(q, spread=0.5) != index.query(q)  # spread is an option that changes the payload
     assert index.query(q, k=5, auto_merge=0.5) == index.expand(index.search(q, k=5), auto_merge=0.5, budget_tokens=1000)
 
 

@@ -23,11 +23,16 @@ QUESTIONS = ["how do I install it?", "what does the license allow?", "configure 
 
 
 def records() -> list[dict]:
-    """Twelve short real documents, each with a url and an acl."""
+    """Twelve short real documents, each with a url and an acl, every other one a title."""
     docs = sorted(corpus(), key=lambda d: len(d["text"]))
     picked = [d for d in docs if 1500 < len(d["text"]) < 5000][:12]
     return [
-        {**d, "url": f"https://example.org/{i}", "acl": "staff" if i % 3 == 0 else "public"}
+        {
+            **d,
+            "url": f"https://example.org/{i}",
+            "acl": "staff" if i % 3 == 0 else "public",
+            **({"title": f"Handbook part {i}"} if i % 2 else {}),
+        }
         for i, d in enumerate(picked)
     ]
 
@@ -76,13 +81,17 @@ def test_the_job_writes_each_leaf_with_its_exact_span_and_tree(dataset):
     manifest = json.loads((dataset / "manifest.json").read_text())
     assert manifest["units"] == "tree" and manifest["chunker"]["leaf_tokens"] == 48
     texts = {d["id"]: d["text"] for d in records()}
+    titles = {d["id"]: d.get("title", "") for d in records()}
     rows = bulk.read_dataset(dataset).to_pylist()
     assert len(rows) == manifest["rows"] and all(set(e) >= {"file", "trees"} for e in manifest["shards"])
     index = Index.build(records())
     for row in rows[:: max(len(rows) // 50, 1)]:
         text = texts[row["doc_id"]][row["start"] : row["end"]]
         assert row["token_count"] == index.tokenizer.count(text)
-        assert row["text_hash"] == text_hash(text)
+        # the hash of what the vector embeds: the leaf after its title and heading path
+        prefix = " > ".join(p for p in [titles[row["doc_id"]], *row["heading_path"]] if p)
+        assert row["text_hash"] == text_hash(f"{prefix}\n\n{text}" if prefix else text)
+    assert any(titles.values()) and any(row["heading_path"] for row in rows)
 
 
 def test_metadata_is_kept_returned_and_filters_both_indexes(dataset, built, encoder, tmp_path):

@@ -174,6 +174,9 @@ class DocTree:
     def leaves(self) -> _Ints:
         """Node index of each leaf, in text order."""
     @property
+    def headings(self) -> list[list[str]]:
+        """The heading path of each section (a node's ``section`` indexes it)."""
+    @property
     def leaf_token_ids(self) -> tuple[_Ids, _Ints]:
         """``(ids, bounds)``: leaf ``i``'s token ids are ``ids[bounds[i]:bounds[i + 1]]``."""
 
@@ -247,4 +250,5 @@ class Expander(Generic[_T, _P, _Q]):
         Raises:
             TypeError: a hit has no integer ``leaf`` or numeric ``score``.
             InputError: ``order`` or ``pack`` is not one of its names, or a score is NaN.
-            NotInIndexError: a hit's leaf is not in the index."""
+            NotInIndexError: a hit's leaf is not in the index, or (a hit of ``hit_type``) is
+                not the leaf its ``doc_id``, ``start`` and ``end`` name."""

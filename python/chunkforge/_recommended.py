@@ -1,9 +1,10 @@
-"""The retrieval policy chunkforge recommends, chosen by ``benches/retrieval_eval.py``
-on the dev set of ``benches/devset`` (tuned on its dev half, decided on its test half
-by a paired bootstrap CI; ``benches/results/retrieval-eval.md``): the index's hybrid
-ranking, up to ``k`` hit leaves, their relevance spread to their neighbours with decay
-``spread`` (``Index.expand(spread=...)``), leaves in utility order while
-``budget_tokens`` lasts. Used by ``Index.query``, ``chunkforge query`` and the
+"""The retrieval policy chunkforge recommends, chosen by ``benches/retrieval_eval.py`` and
+``benches/retrieval_buckets.py`` on the dev set of ``benches/devset`` (tuned on its dev half,
+decided on its test half by a paired bootstrap CI, a tie going to the simpler policy;
+``benches/results/retrieval-buckets.md``): the index's hybrid ranking over leaves seen with
+their search prefix (``Index(search_prefix=True)``), up to ``k`` hit leaves, sent as they are
+in score order while ``budget_tokens`` lasts (``spread``: None; spreading relevance to the
+hits' neighbours, ``Index.expand(spread=0.5)``, tied with it on the test half). Used by ``Index.query``, ``chunkforge query`` and the
 service's ``/query`` (no optional dependencies, so the CLI can read it without the
 index extra)."""
 
@@ -15,10 +16,10 @@ class Policy(TypedDict):
 
     k: int
     budget_tokens: int
-    spread: float
+    spread: float | None
 
 
-RECOMMENDED: Final[Policy] = {"k": 100, "budget_tokens": 1000, "spread": 0.5}
+RECOMMENDED: Final[Policy] = {"k": 100, "budget_tokens": 1000, "spread": None}
 
 # The encoder's batches, in padded tokens (read by the CLI's help without importing onnxruntime):
 # on CPUs small batches keep the GEMMs in cache, GPUs need large ones to fill the device. The

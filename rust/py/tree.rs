@@ -36,6 +36,12 @@ impl DocTree {
         Ok(self.get()?.doc.leaves().iter().map(|&l| l as i64).collect::<Vec<_>>().into_pyarray(py))
     }
 
+    /// The heading path of each section (a node's `section` indexes it).
+    #[getter]
+    fn headings(&self) -> PyResult<Vec<Vec<String>>> {
+        Ok(self.get()?.doc.headings().to_vec())
+    }
+
     /// `(token_ids, bounds)`: leaf `i`'s token ids (no special tokens, as if its
     /// text were encoded alone) are `token_ids[bounds[i]:bounds[i + 1]]`.
     #[getter]

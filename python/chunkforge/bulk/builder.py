@@ -53,9 +53,11 @@ class ShardBuilder:
         self.schema = shard_schema(self.encoder.dim, spec, {"chunkforge.vectors": vectors})
         self.tree = spec.tree
         if self.tree is not None:
+            from ..index.prefix import LeafPrefixer
             from ..index.trees import scratch_expander
 
             self.expander = scratch_expander(self.encoder.tokenizer)
+            self.prefixer = LeafPrefixer.for_encoder(self.encoder) if self.tree.search_prefix else None
 
     def chunk(self, docs: list[Doc]) -> Chunked:
         """The rows of a batch without their vectors, and each chunk's token ids (with
@@ -63,7 +65,8 @@ class ShardBuilder:
         if self.tree is not None:
             from ..index.trees import cut
 
-            leaves = cut(self.expander, docs, self.tree, len(self.tree.parent_tokens) + 1, self.spec.threads)
+            level = len(self.tree.parent_tokens) + 1
+            leaves = cut(self.expander, docs, self.tree, level, self.prefixer, self.spec.threads)
             if self.spec.with_text:
                 by_id = {str(d.doc_id): d.text for d in docs}
                 c = leaves.columns

@@ -61,6 +61,7 @@ class JobSpec:
     leaf_tokens: int = 48
     parent_tokens: tuple[int, ...] = (256,)
     structure: str | None = "auto"
+    search_prefix: bool = True
 
     @property
     def tree(self) -> TreeSettings | None:
@@ -69,7 +70,7 @@ class JobSpec:
             return None
         from ..index.trees import TreeSettings
 
-        return TreeSettings(self.leaf_tokens, tuple(self.parent_tokens), self.structure)
+        return TreeSettings(self.leaf_tokens, tuple(self.parent_tokens), self.structure, self.search_prefix)
 
     def check(self) -> None:
         """Raises InputError naming the first bad parameter."""

@@ -43,6 +43,7 @@ FLAGS = {
     },
     "dtype": "--float16",
     "units": "--index",
+    "search_prefix": "--no-search-prefix",
     "inputs": "DOCS",
 }
 """The bulk job's parameters and the flags that set them."""
@@ -118,6 +119,11 @@ def add_parser(commands: Any) -> None:
         metavar="N[,N...]",
         help="with --index: tokens of the parent levels, largest first, or '' for none (default 256)",
     )
+    cmd.add_argument(
+        "--no-search-prefix",
+        action="store_true",
+        help="with --index: no search prefix (by default each document's title and each leaf's heading path come before what its vector and BM25 see)",
+    )
     cmd.add_argument("--with-text", action="store_true", help="store each chunk's text in the rows")
     cmd.add_argument("--float16", action="store_true", help="store vectors as float16 (default float32)")
     cmd.add_argument(
@@ -183,6 +189,7 @@ def run(args: argparse.Namespace) -> str:
         units="tree" if args.index else "chunks",
         leaf_tokens=args.leaf_tokens,
         parent_tokens=parent_tokens(args.parent_tokens),
+        search_prefix=not args.no_search_prefix,
     )
     try:
         summary = bulk.run(

@@ -44,6 +44,12 @@ def add_parser(commands: Any) -> None:
     )
     build.add_argument("--no-hybrid", action="store_true", help="dense ranking only (no BM25)")
     build.add_argument(
+        "--no-search-prefix",
+        action="store_true",
+        help="no search prefix (by default each document's title and each leaf's heading path come before "
+        "what its vector and BM25 see)",
+    )
+    build.add_argument(
         "--model",
         default="default",
         metavar="DIR|default",
@@ -112,6 +118,7 @@ def run(args: argparse.Namespace) -> str:
                 leaf_tokens=args.leaf_tokens,
                 parent_tokens=tuple(args.parent_tokens),
                 hybrid=not args.no_hybrid,
+                search_prefix=not args.no_search_prefix,
             )
         except (ValueError, TypeError) as exc:
             raise InputError(str(exc)) from exc

@@ -37,7 +37,7 @@ def add_parser(commands: Any) -> None:
         type=int,
         metavar="W",
         help="W sentences either side of each hit (default: none; "
-        "--spread retrieved best at a fixed budget, see benches/results/retrieval-eval.md)",
+        "the bare hits retrieved best at a fixed budget, see benches/results/retrieval-buckets.md)",
     )
     how.add_argument("--auto-merge", type=float, metavar="RATIO", help="merge into parents above RATIO of children")
     how.add_argument("--parent", action="store_true", help="return each hit's parent")
@@ -51,8 +51,8 @@ def add_parser(commands: Any) -> None:
         "--spread",
         type=float,
         metavar="DECAY",
-        help=f"each hit lends the leaves near it DECAY**distance of its relevance (default {RECOMMENDED['spread']} "
-        "unless --window, --window-tokens, --parent or --auto-merge is given; 0: the hits as they are)",
+        help="each hit lends the leaves near it DECAY**distance of its relevance (default: off, the hits as they "
+        "are; 0.5 helps where evidence runs over 120 tokens, see benches/results/retrieval-buckets.md)",
     )
     query.add_argument(
         "--budget-tokens",

@@ -101,7 +101,7 @@ def recommended(expansion: dict[str, Any]) -> dict[str, Any]:
     widening the hits is asked for, ``spread`` as recommended (``RECOMMENDED``).
 
     >>> recommended({}), recommended({"window": 1})
-    ({'budget_tokens': 1000, 'spread': 0.5}, {'window': 1, 'budget_tokens': 1000})
+    ({'budget_tokens': 1000, 'spread': None}, {'window': 1, 'budget_tokens': 1000})
     """
     out = dict(expansion)
     out.setdefault("budget_tokens", RECOMMENDED["budget_tokens"])

@@ -25,6 +25,7 @@ from .bm25 import BM25
 from .expansion import LeafLayout, Order, Pack, recommended
 from .fusion import BM25_POOL, DENSE_POOL, fuse
 from .payload import DocumentTree, Hit, Passage, Payload
+from .prefix import LeafPrefixer, passage_texts, title_of
 from .storage import (
     FORMAT,
     CorruptIndexError,
@@ -99,7 +100,9 @@ class _Tree:
     text: str
     metadata: dict[str, Any]
     native: Any  # _native.DocTree
+    headings: list[list[str]]  # each section's heading path
     parents: np.ndarray  # (p, 2) start, end of each BM25 passage
+    parent_sections: np.ndarray  # the section of each BM25 passage
     leaf_parent: np.ndarray  # the passage of each leaf
 
 
@@ -114,9 +117,12 @@ class Index:
     (``"auto"``: by the document id's suffix, see :func:`~chunkforge.chunkers.markdown.syntax_for_path`; or
     ``"markdown"``, ``"rst"``, ``"asciidoc"``, ``None``); ``hybrid`` adds BM25
     over the leaves' parents, fused with the leaves' cosines with ``weights``
-    ``(dense, bm25)`` (see :meth:`search`). The defaults (48-token leaves, 256-token
-    parents, equal weights) are the ones ``benches/retrieval_eval.py`` chose on the
-    dev set (``benches/results/retrieval-eval.md``).
+    ``(dense, bm25)`` (see :meth:`search`); ``search_prefix`` puts each document's title
+    (its ``title`` field) and each leaf's heading path before what search sees of the leaf
+    (its vector, its parent's BM25 words; :mod:`chunkforge.index.prefix`), its span unchanged.
+    The defaults (48-token leaves, 256-token parents, equal weights) are the ones
+    ``benches/retrieval_eval.py`` chose on the dev set (``benches/results/retrieval-eval.md``);
+    the prefix is ``benches/retrieval_buckets.py``'s (``benches/results/retrieval-buckets.md``).
 
     >>> index = Index(leaf_tokens=48, parent_tokens=(256,))  # doctest: +SKIP
     >>> index.add(["First document. Two sentences.", {"id": "b", "text": "Another."}])  # doctest: +SKIP
@@ -133,6 +139,7 @@ class Index:
         structure: str | None = "auto",
         hybrid: bool = True,
         weights: tuple[float, float] = (1.0, 1.0),
+        search_prefix: bool = True,
         encoder_variant: str = "optimized",
     ) -> None:
         self.leaf_tokens = check_int("leaf_tokens", leaf_tokens, 1)
@@ -149,6 +156,9 @@ class Index:
         if len(weights) != 2 or any(not isinstance(w, (int, float)) or w < 0 for w in weights) or not any(weights):
             raise ValueError(f"weights must be two non-negative numbers (dense, bm25), not both 0, not {weights!r}")
         self.weights = (float(weights[0]), float(weights[1]))
+        if not isinstance(search_prefix, bool):
+            raise TypeError(f"search_prefix must be True or False, not {search_prefix!r}")
+        self.search_prefix = search_prefix
         self.encoder_variant = encoder_variant
         self._encoder = encoder
         # how a saved index's encoder is made again (the manifest's "encoder"); None: the default model
@@ -263,7 +273,7 @@ class Index:
             return
         # the slow part (structure, embedding) runs while readers go on
         trees = self._build(records)
-        token_ids = [ids for tree in trees for ids in _split(*tree.native.leaf_token_ids)]
+        token_ids = [ids for tree in trees for ids in self._leaf_ids(tree)]
         count = len(token_ids)
         with advancing(show_progress, total=count, unit=" leaves", desc="embedding") as bar:
             blocks = [
@@ -304,6 +314,15 @@ class Index:
             [r[2] for r in records], [r[3] for r in records], self.leaf_tokens, list(self.parent_tokens)
         )
         return [_tree(r, native) for r, native in zip(records, natives)]
+
+    def _leaf_ids(self, tree: _Tree) -> list[np.ndarray]:
+        """What the encoder embeds of each leaf: its token ids, after its prefix's with
+        ``search_prefix``."""
+        ids = _split(*tree.native.leaf_token_ids)
+        if not self.search_prefix:
+            return ids
+        sections = tree.native.nodes[tree.native.leaves, 3]
+        return LeafPrefixer.for_encoder(self.encoder).leaf_ids(ids, sections, tree.headings, title_of(tree.metadata))
 
     def _check_free(self, labels: np.ndarray) -> None:
         """New labels must be unused by live leaves and by the graph (a corrupt
@@ -387,7 +406,9 @@ class Index:
         for slot, tree, doc_labels in zip(slots, trees, labels):
             if slot != len(self._docs):
                 raise CorruptIndexError(f"document {tree.doc_id!r}: the native store is out of step (slot {slot})")
-            ids = np.asarray(self._bm25.add([tree.text[s:e] for s, e in tree.parents.tolist()]), np.int64)
+            title = title_of(tree.metadata) if self.search_prefix else None
+            texts = passage_texts(tree.text, tree.parents, tree.parent_sections, tree.headings, title)
+            ids = np.asarray(self._bm25.add(texts), np.int64)
             doc = _Doc(tree.doc_id, tree.source, tree.text, doc_labels, ids[tree.leaf_parent], tree.metadata)
             self._docs.append(doc)
             self._with_metadata |= bool(doc.metadata)
@@ -680,12 +701,11 @@ class Index:
         self, question: str, k: int = RECOMMENDED["k"], *, where: Mapping[str, Any] | None = None, **expansion: Any
     ) -> Payload:
         """:meth:`search` (of the documents ``where`` accepts) then :meth:`expand` (keyword arguments of :meth:`expand`),
-        ``budget_tokens`` 1,000 and ``spread=0.5`` unless given (``spread`` only when no
-        ``window``, ``window_tokens``, ``parent`` or ``auto_merge`` is): the hits and the
-        leaves their relevance spreads to, in utility order, while the budget lasts
-        (touching leaves become one passage). On the held-back half of the dev set that beat
-        plain chunks ranked by BM25, dense or both, and the bare hits where evidence is long
-        (``benches/results/retrieval-eval.md``).
+        ``budget_tokens`` 1,000 unless given: the hit leaves in score order while the budget
+        lasts (touching leaves become one passage). On the held-back half of the dev set, with
+        the search prefix, that beat plain chunks ranked by BM25, dense or both at 500 and 1,000
+        tokens; ``spread=0.5`` tied with it there, ahead only on evidence over 120 tokens
+        (``benches/results/retrieval-buckets.md``).
 
         >>> index.query("how do I install it?").render()  # doctest: +SKIP
         """
@@ -788,6 +808,7 @@ class Index:
                 "structure": self.structure,
                 "hybrid": self.hybrid,
                 "weights": list(self.weights),
+                "search_prefix": self.search_prefix,
                 "encoder_variant": self.encoder_variant,
             },
             "dim": self._dim,
@@ -834,7 +855,7 @@ class Index:
         if encoder is not None and encoder.dim != manifest["dim"]:
             raise ValueError(f"encoder has dim {encoder.dim}, the index at {root} was built with {manifest['dim']}")
         try:
-            index = cls(encoder, **manifest["settings"])
+            index = cls(encoder, **{"search_prefix": False, **manifest["settings"]})  # saved before the prefix: none
         except (TypeError, ValueError) as exc:
             raise CorruptIndexError(f"corrupt index: {manifest_file}: bad settings ({exc})") from exc
         index.tokenizer = tokenizer
@@ -950,12 +971,13 @@ class Index:
             raise ValueError(f"{root} was embedded with {model['name']!r}: pass that Encoder")
         if encoder is not None and encoder.dim != model["dim"]:
             raise ValueError(f"encoder has dim {encoder.dim}, the dataset at {root} was embedded with {model['dim']}")
-        settings = TreeSettings(tree["leaf_tokens"], tuple(tree["parent_tokens"]), tree["structure"])
+        settings = TreeSettings.from_dict(tree)
         index = cls(
             encoder,
             leaf_tokens=settings.leaf_tokens,
             parent_tokens=settings.parent_tokens,
             structure=settings.structure,
+            search_prefix=settings.search_prefix,
             encoder_variant=model.get("variant") or "optimized",
         )
         index._dim = model["dim"]
@@ -1009,8 +1031,8 @@ class Index:
             [s[4] for s in saved],
         )
         trees = [
-            _Tree(doc_id, source, text, metadata, None, *passages(nodes, leaves))
-            for doc_id, source, text, metadata, (nodes, leaves, *_) in zip(
+            _Tree(doc_id, source, text, metadata, None, headings, *passages(nodes, leaves))
+            for doc_id, source, text, metadata, (nodes, leaves, _, _, headings) in zip(
                 docs["doc_id"], docs["source"], docs["text"], docs["metadata"], saved
             )
         ]
@@ -1019,13 +1041,13 @@ class Index:
     def __repr__(self) -> str:
         return (
             f"Index({len(self)} documents, {self.leaf_count} leaves, leaf_tokens={self.leaf_tokens}, "
-            f"parent_tokens={self.parent_tokens}, hybrid={self.hybrid})"
+            f"parent_tokens={self.parent_tokens}, hybrid={self.hybrid}, search_prefix={self.search_prefix})"
         )
 
 
 def _tree(record: _Record, native: Any) -> _Tree:
     doc_id, source, text, _, metadata = record
-    return _Tree(doc_id, source, text, metadata, native, *passages(native.nodes, native.leaves))
+    return _Tree(doc_id, source, text, metadata, native, native.headings, *passages(native.nodes, native.leaves))
 
 
 def _split(ids: np.ndarray, bounds: np.ndarray) -> list[np.ndarray]:

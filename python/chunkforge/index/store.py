@@ -54,6 +54,7 @@ from .bm25 import BM25
 from .expansion import LeafLayout, Order, Pack, recommended
 from .fusion import BM25_POOL, DENSE_POOL, fuse
 from .payload import DocumentTree, Hit, Payload
+from .prefix import passage_texts, title_of
 from .trees import (
     SCALARS,
     SavedDoc,
@@ -180,8 +181,10 @@ def _schemas(dim: int) -> dict[str, pa.Schema]:
     }
 
 
-def _shard_rows(root: Path, entry: dict[str, Any], schemas: dict[str, pa.Schema]) -> dict[str, pa.Table]:
-    """The rows one shard of a tree dataset puts in each table."""
+def _shard_rows(
+    root: Path, entry: dict[str, Any], schemas: dict[str, pa.Schema], settings: TreeSettings
+) -> dict[str, pa.Table]:
+    """The rows one shard of a tree dataset (cut with ``settings``) puts in each table."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -199,11 +202,13 @@ def _shard_rows(root: Path, entry: dict[str, Any], schemas: dict[str, pa.Schema]
         vectors = pc.cast(vectors, pa.list_(pa.float32(), vectors.type.list_size))
     parent_rows: dict[str, list[Any]] = {"doc_id": [], "passage": [], "tags": [], "terms": []}
     for doc, doc_tags in zip(docs, tags):
-        spans, _ = passages(doc.tree.nodes, doc.tree.leaves)
-        parent_rows["doc_id"] += [doc.doc_id] * len(spans)
-        parent_rows["passage"] += list(range(len(spans)))
-        parent_rows["tags"] += [doc_tags] * len(spans)
-        parent_rows["terms"] += [" ".join(BM25.words(doc.text[s:e])) for s, e in spans.tolist()]
+        found = passages(doc.tree.nodes, doc.tree.leaves)
+        title = title_of(doc.metadata) if settings.search_prefix else None
+        texts = passage_texts(doc.text, found.spans, found.sections, doc.tree.headings, title)
+        parent_rows["doc_id"] += [doc.doc_id] * len(texts)
+        parent_rows["passage"] += list(range(len(texts)))
+        parent_rows["tags"] += [doc_tags] * len(texts)
+        parent_rows["terms"] += [" ".join(BM25.words(t)) for t in texts]
     shard = pa.array([key] * leaves.num_rows, pa.string())
     leaf_docs, leaf_passages = leaves.column("doc_id").to_pylist(), leaves.column("passage").to_pylist()
     return {
@@ -293,6 +298,7 @@ def write_store(
         raise InputError(f"{root} holds plain chunks; build it with `embed-docs --index` for the store")
     settings = json.dumps({"tree": manifest["chunker"], "model": manifest["model"]}, sort_keys=True)
     schemas = _schemas(manifest["model"]["dim"])
+    tree_settings = TreeSettings.from_dict(manifest["chunker"])
     db = lancedb.connect(os.fspath(uri))
     commit = last_commit(db)
     if commit is not None and commit["settings"] != settings:
@@ -323,7 +329,7 @@ def write_store(
             table.delete(f"shard IN ({keys})")
     block: dict[str, list[pa.Table]] = {name: [] for name in tables}
     for at, key in enumerate(new):
-        for name, rows in _shard_rows(root, entries[key], schemas).items():
+        for name, rows in _shard_rows(root, entries[key], schemas, tree_settings).items():
             block[name].append(rows)
         if sum(t.num_rows for t in block[LEAVES]) >= _ADD_ROWS or at == len(new) - 1:
             for name, table in tables.items():  # one commit per table and block
@@ -479,7 +485,7 @@ class StoreIndex:
             table.checkout(commit[name])
             tables[name] = table
         tree = settings["tree"]
-        self.settings = TreeSettings(tree["leaf_tokens"], tuple(tree["parent_tokens"]), tree["structure"])
+        self.settings = TreeSettings.from_dict(tree)
         self.model = settings["model"]
         with self._lock:
             self._tables = tables
@@ -748,8 +754,8 @@ class StoreIndex:
     def query(
         self, question: str, k: int = RECOMMENDED["k"], *, where: Mapping[str, Any] | None = None, **expansion: Any
     ) -> Payload:
-        """:meth:`search` then :meth:`expand`, ``budget_tokens`` 1,000 and ``spread=0.5`` unless
-        given (the recommended policy, as :meth:`chunkforge.Index.query`)."""
+        """:meth:`search` then :meth:`expand`, ``budget_tokens`` 1,000 unless given (the
+        recommended policy, as :meth:`chunkforge.Index.query`)."""
         return self.expand(self.search(question, k=k, where=where), **recommended(expansion))
 
     def __repr__(self) -> str:

@@ -33,6 +33,7 @@ from .._io import Doc, syntax_for_path, syntax_named, text_hash
 from ..errors import InputError
 from ..tokenizer import Tokenizer
 from .payload import DocumentTree, Hit, Packed, Passage
+from .prefix import LeafPrefixer, prefix_text, prefixed, title_of
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -45,11 +46,24 @@ class TreeSettings:
     """How documents are cut into trees (the :class:`~chunkforge.Index` options of the same
     names): leaves of at most ``leaf_tokens``, levels of ``parent_tokens`` (largest first)
     between sections and leaves, headings read by ``structure`` (``"auto"``: by the document
-    id's suffix; a record's ``syntax`` field wins)."""
+    id's suffix; a record's ``syntax`` field wins); ``search_prefix``: each leaf's title and
+    heading path before what search sees of it (:mod:`chunkforge.index.prefix`)."""
 
     leaf_tokens: int = 48
     parent_tokens: tuple[int, ...] = (256,)
     structure: str | None = "auto"
+    search_prefix: bool = True
+
+    @classmethod
+    def from_dict(cls, settings: Mapping[str, Any]) -> TreeSettings:
+        """The settings a manifest recorded (:meth:`as_dict`); one written before the search
+        prefix has none."""
+        return cls(
+            settings["leaf_tokens"],
+            tuple(settings["parent_tokens"]),
+            settings["structure"],
+            settings.get("search_prefix", False),
+        )
 
     def check(self) -> None:
         """Raises InputError naming the first bad setting."""
@@ -62,6 +76,8 @@ class TreeSettings:
             raise InputError(f"parent_tokens must be integers, decreasing and larger than leaf_tokens, not {sizes}")
         if self.structure not in STRUCTURES:
             raise InputError(f"structure must be 'auto', 'markdown', 'rst', 'asciidoc' or None, not {self.structure!r}")
+        if not isinstance(self.search_prefix, bool):
+            raise InputError(f"search_prefix must be True or False, not {self.search_prefix!r}")
 
     def syntax(self, doc_id: str, metadata: dict[str, Any]) -> Any:
         """The heading syntax of a document."""
@@ -75,7 +91,12 @@ class TreeSettings:
 
     def as_dict(self) -> dict[str, Any]:
         """The settings as the manifest records them."""
-        return {"leaf_tokens": self.leaf_tokens, "parent_tokens": list(self.parent_tokens), "structure": self.structure}
+        return {
+            "leaf_tokens": self.leaf_tokens,
+            "parent_tokens": list(self.parent_tokens),
+            "structure": self.structure,
+            "search_prefix": self.search_prefix,
+        }
 
 
 class TreeBatch(NamedTuple):
@@ -93,11 +114,21 @@ def scratch_expander(tokenizer: Tokenizer) -> _native.Expander[Hit, Passage, Pac
     return _native.Expander(tokenizer._native, Hit, Passage, Packed)
 
 
-def passages(nodes: np.ndarray, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+class Passages(NamedTuple):
     """The BM25 passages of a tree: ``(start, end)`` of each parent of a leaf (a section when
-    there are no parent levels), and the passage of each leaf."""
+    there are no parent levels), the section of each, and the passage of each leaf."""
+
+    spans: np.ndarray
+    sections: np.ndarray
+    leaf_passage: np.ndarray
+
+
+def passages(nodes: np.ndarray, leaves: np.ndarray) -> Passages:
+    """The :class:`Passages` of a tree of ``nodes`` rows ``(start, end, parent, section, level)``."""
     parents, leaf_parent = np.unique(nodes[leaves, 2], return_inverse=True)
-    return nodes[parents, :2].reshape(-1, 2), leaf_parent.astype(np.int64).reshape(-1)
+    return Passages(
+        nodes[parents, :2].reshape(-1, 2), nodes[parents, 3].reshape(-1), leaf_parent.astype(np.int64).reshape(-1)
+    )
 
 
 SCALARS = (str, int, float, bool)
@@ -175,11 +206,14 @@ def cut(
     docs: Sequence[Doc],
     settings: TreeSettings,
     level: int,
+    prefixer: LeafPrefixer | None = None,
     threads: int | None = None,
 ) -> TreeBatch:
     """Cuts ``docs`` into trees on ``expander`` (an empty scratch store: the documents pass
     through it and leave it), each document tokenized once. ``level`` is the leaves' tree level
-    (their ids are made at it)."""
+    (their ids are made at it). With ``prefixer`` (``settings.search_prefix``) each leaf's token
+    ids start with its prefix's, and its ``text_hash`` is that of its text after its prefix
+    (what its vector embeds)."""
     import pyarrow as pa
 
     from ..chunkers import node_id
@@ -207,18 +241,24 @@ def cut(
         tree = DocumentTree(*expander.tree(slot))
         expander.remove(slot)
         nodes, leaves = tree.nodes, tree.leaves
-        _, leaf_passage = passages(nodes, leaves)
+        leaf_passage = passages(nodes, leaves).leaf_passage
         spans = nodes[leaves, :2].tolist()
         sections = nodes[leaves, 3].tolist()
-        token_ids += leaf_ids
+        texts = [doc.text[s:e] for s, e in spans]
+        if prefixer is not None:
+            title = title_of(doc.metadata)
+            token_ids += prefixer.leaf_ids(leaf_ids, nodes[leaves, 3], tree.headings, title)
+            texts = [prefixed(prefix_text(title, tree.headings[s]), t) for s, t in zip(sections, texts)]
+        else:
+            token_ids += leaf_ids
         columns["doc_id"] += [doc_id] * len(spans)
         columns["chunk_id"] += [node_id(doc_id, s, e, level) for s, e in spans]
         columns["start"] += [s for s, _ in spans]
         columns["end"] += [e for _, e in spans]
-        columns["token_count"] += [len(x) for x in leaf_ids]
+        columns["token_count"] += [len(x) for x in leaf_ids]  # the leaf's own
         columns["heading_path"] += [tree.headings[s] for s in sections]
         columns["passage"] += leaf_passage.tolist()
-        columns["text_hash"] += [text_hash(doc.text[s:e]) for s, e in spans]
+        columns["text_hash"] += [text_hash(t) for t in texts]
         doc_rows["doc_id"].append(doc_id)
         doc_rows["text"].append(doc.text)
         doc_rows["metadata"].append(metadata_json(doc_id, doc.metadata))

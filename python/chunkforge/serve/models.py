@@ -91,8 +91,8 @@ class SearchRequest(Filters):
 
 
 class QueryRequest(Filters, Expansion):
-    """``POST /query``: search then expand, ``budget_tokens`` 1,000 and ``spread`` 0.5 unless given
-    (``spread`` only when no other widening is; as ``Index.query``)."""
+    """``POST /query``: search then expand, ``budget_tokens`` 1,000 unless given (as
+    ``Index.query``)."""
 
     question: str = Field(min_length=1, max_length=MAX_TEXT)
     budget_tokens: int | None = Field(
