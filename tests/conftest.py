@@ -112,3 +112,15 @@ def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         del os.environ["CHUNKFORGE_CACHE"]
     else:
         os.environ["CHUNKFORGE_CACHE"] = old
+
+
+def tiktoken_encoding():
+    """A real tiktoken encoding with a few merges (the published ones are downloaded on first use)."""
+    import tiktoken
+
+    ranks = {bytes([i]): i for i in range(256)}
+    for token in (b"th", b"he", b"the", b" t", b" the", b"in", b"er", b"on", b"an", b"es", b" a", b"at"):
+        ranks[token] = len(ranks)
+    return tiktoken.Encoding(
+        "chunkforge-test", pat_str=r"""\s?\w+|\s?[^\w\s]+|\s+""", mergeable_ranks=ranks, special_tokens={}
+    )

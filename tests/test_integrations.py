@@ -208,13 +208,9 @@ def test_langchain_from_tiktoken_encoder(monkeypatch):
     pytest.importorskip("langchain_text_splitters")
     from chunkforge.integrations.langchain import ChunkforgeTextSplitter
 
-    # a real tiktoken encoding, registered under a name (the published ones are downloaded on first use)
-    ranks = {bytes([i]): i for i in range(256)}
-    for token in (b"th", b"he", b"the", b" t", b" the", b"in", b"er", b"on", b"an", b"es", b" a", b"at"):
-        ranks[token] = len(ranks)
-    encoding = tiktoken.Encoding(
-        "chunkforge-test", pat_str=r"""\s?\w+|\s?[^\w\s]+|\s+""", mergeable_ranks=ranks, special_tokens={}
-    )
+    from conftest import tiktoken_encoding
+
+    encoding = tiktoken_encoding()  # a real tiktoken encoding, registered under a name
     monkeypatch.setitem(tiktoken.registry.ENCODINGS, "chunkforge-test", encoding)
     splitter = ChunkforgeTextSplitter.from_tiktoken_encoder("chunkforge-test", chunk_size=80, chunk_overlap=0)
     chunks = splitter.chunks(LONG)

@@ -4,6 +4,7 @@ them for the CLI, the bulk job and the evaluation."""
 from ._base import BaseChunker, BatchSpans, Chunker, Spans
 from .code import LANGUAGES, CodeChunker, language_for_path
 from .context_aware import ContextAwareChunker
+from .counted import CountedChunker
 from .hierarchy import HierarchicalChunker, node_id
 from .late import LateChunker, LateChunks, LateTokens
 from .markdown import MarkdownChunker
@@ -19,6 +20,7 @@ __all__ = [
     "Chunker",
     "CodeChunker",
     "ContextAwareChunker",
+    "CountedChunker",
     "HierarchicalChunker",
     "LateChunker",
     "LateChunks",

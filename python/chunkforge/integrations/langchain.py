@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..chunk import Chunk
+from ..chunkers.counted import SEPARATORS, counted_chunks
 from . import check_chunker, check_encoder, chunk_metadata, import_or_explain
 
 import_or_explain("langchain_text_splitters", "langchain")
@@ -118,10 +119,6 @@ class ChunkforgeTextSplitter(TextSplitter):
         return self.create_documents([d.page_content for d in documents], metadatas)
 
 
-SEPARATORS = ("\n\n", "\n", ". ", "? ", "! ", " ")
-"""Where ``length_function`` sizing cuts, coarsest first (then between characters)."""
-
-
 def resized(chunker: Any, max_tokens: int | None, overlap: int | None) -> Any:
     """``chunker`` built again with ``max_tokens``/``overlap`` where given (LangChain's
     ``chunk_size``/``chunk_overlap``); errors name the LangChain parameter."""
@@ -138,64 +135,6 @@ def resized(chunker: Any, max_tokens: int | None, overlap: int | None) -> Any:
             raise ValueError(f"{option}: {type(chunker).__name__} has no {name} to set; configure the chunker itself")
         params[name] = value
     return type(chunker)(**params)
-
-
-def counted_chunks(
-    text: str, count: Callable[[str], int], size: int, overlap: int, separators: Sequence[str] = SEPARATORS
-) -> list[Chunk]:
-    """Chunks of ``text`` of at most ``size`` by ``count`` (a piece that no separator
-    splits and still does not fit is cut between characters), consecutive chunks sharing
-    trailing pieces of at most ``overlap``; trimmed of whitespace, offsets exact.
-
-    >>> [c.text for c in counted_chunks("one two. three four five.", len, 12, 0)]
-    ['one two.', 'three four', 'five.']
-    """
-
-    def measure(start: int, end: int) -> int:  # what the chunk would count, trimmed
-        return count(text[start:end].strip())
-
-    pieces = _fitting_pieces(text, 0, len(text), measure, size, tuple(separators))
-    spans = []
-    i = 0
-    while i < len(pieces):
-        j = i + 1
-        while j < len(pieces) and measure(pieces[i][0], pieces[j][1]) <= size:
-            j += 1
-        spans.append((pieces[i][0], pieces[j - 1][1]))
-        if j == len(pieces):
-            break
-        # the next chunk starts at the earliest piece whose tail fits the overlap and leaves room for piece j
-        i += 1
-        while i < j and not (
-            measure(pieces[i][0], pieces[j - 1][1]) <= overlap and measure(pieces[i][0], pieces[j][1]) <= size
-        ):
-            i += 1
-    chunks: list[Chunk] = []
-    for start, end in spans:
-        piece = text[start:end]
-        start, end = start + len(piece) - len(piece.lstrip()), end - (len(piece) - len(piece.rstrip()))
-        if start < end:
-            chunks.append(Chunk(text[start:end], start, end, count(text[start:end]), len(chunks)))
-    return chunks
-
-
-def _fitting_pieces(
-    text: str, start: int, end: int, measure: Callable[[int, int], int], size: int, separators: tuple[str, ...]
-) -> list[tuple[int, int]]:
-    """``[start, end)`` cut after the coarsest separator it holds, recursively, into pieces that fit."""
-    if measure(start, end) <= size:
-        return [(start, end)]
-    k = next((k for k, sep in enumerate(separators) if text.find(sep, start, end) != -1), None)
-    if k is None:
-        return [(i, i + 1) for i in range(start, end)]
-    separator = separators[k]
-    pieces, a = [], start
-    while (found := text.find(separator, a, end)) != -1:
-        pieces.extend(_fitting_pieces(text, a, found + len(separator), measure, size, separators[k + 1 :]))
-        a = found + len(separator)
-    if a < end:
-        pieces.extend(_fitting_pieces(text, a, end, measure, size, separators[k + 1 :]))
-    return pieces
 
 
 class ChunkforgeEmbeddings(Embeddings):
