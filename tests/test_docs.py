@@ -42,6 +42,8 @@ MODULES = [
     "chunkforge.index.fusion",
     "chunkforge.index.expansion",
     "chunkforge.index.trees",
+    "chunkforge.index.prefix",
+    "chunkforge.chunkers.counted",
     "chunkforge.errors",
     "chunkforge._io",
     "chunkforge._search",

@@ -121,7 +121,13 @@ class ChunkforgeTextSplitter(TextSplitter):
 
 def resized(chunker: Any, max_tokens: int | None, overlap: int | None) -> Any:
     """``chunker`` built again with ``max_tokens``/``overlap`` where given (LangChain's
-    ``chunk_size``/``chunk_overlap``); errors name the LangChain parameter."""
+    ``chunk_size``/``chunk_overlap``); errors name the LangChain parameter.
+
+    >>> from chunkforge import RecursiveChunker
+    >>> small = resized(RecursiveChunker(max_tokens=100), 50, 5)
+    >>> small.max_tokens, small.overlap
+    (50, 5)
+    """
     if max_tokens is None and overlap is None:
         return chunker
     from ..chunkers._base import rebuild
