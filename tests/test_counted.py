@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from chunkforge import CountedChunker
+
 from conftest import corpus, hf_count, tiktoken_encoding
 
 TEXT = "\n\n".join(d["text"] for d in corpus()[:8])[:12000]

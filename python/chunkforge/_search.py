@@ -9,6 +9,8 @@ exact (numpy) up to :data:`EXACT_MAX` rows, hnswlib beyond.
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -21,6 +23,26 @@ def normalized(v: np.ndarray) -> np.ndarray:
     v = np.ascontiguousarray(v, np.float32)
     unit: np.ndarray = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
     return unit
+
+
+def int8_rows(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, scales)``: the rows of ``v`` as unit vectors in int8, one float32 scale a row
+    (a cosine within ~0.005 of float32's: ``codes @ unit * scales``). The in-memory index keeps
+    its leaves so; the store rescores the leaves of the best BM25 parents by the same rule.
+
+    >>> codes, scales = int8_rows(np.array([[3.0, 4.0]]))
+    >>> codes.tolist(), round(float(int8_cosines(codes, scales, np.array([0.6, 0.8]))[0]), 3)
+    ([[95, 127]], 0.999)
+    """
+    unit = normalized(v)
+    scales = (np.maximum(np.abs(unit).max(axis=1), 1e-12) / 127).astype(np.float32)
+    return np.rint(unit / scales[:, None]).astype(np.int8), scales
+
+
+def int8_cosines(codes: np.ndarray, scales: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """Cosines of int8 rows (:func:`int8_rows`) with the unit vector ``unit`` (float32)."""
+    cos: np.ndarray = (codes.astype(np.float32) @ unit.astype(np.float32)) * scales
+    return cos
 
 
 def top_k(similarities: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -62,3 +84,24 @@ class VectorSearch:
         self.index.set_ef(max(2 * depth, 64))
         ids, dist = self.index.knn_query(queries, k=depth, num_threads=self.threads)
         return ids.astype(np.int64), 1.0 - dist
+
+
+HELPER_THREADS = 1
+"""Threads that run one half of a search while the calling thread runs the other (the
+index's second graph, the store's nearest-neighbour query)."""
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+_pool_lock = threading.Lock()
+
+
+def helper_threads() -> ThreadPoolExecutor:
+    """The process's search helper threads (made again in a forked child, where the
+    parent's threads do not run).
+
+    >>> helper_threads().submit(sum, [1, 2]).result()
+    3
+    """
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid():
+            _pool = (os.getpid(), ThreadPoolExecutor(HELPER_THREADS, thread_name_prefix="chunkforge-search"))
+        return _pool[1]

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import hnswlib
 import numpy as np
+
+from .._search import helper_threads
 
 GRAPHS = 2
 """Graphs a new index spreads its leaves over (label ``l`` in graph ``l % GRAPHS``):
@@ -20,18 +20,6 @@ EF_CONSTRUCTION = 100
 0.995 on 23.6k real leaf vectors, as one graph built at 100 and searched at 200)."""
 M = 16
 _INSERT_ROWS = 8192  # hnswlib copies (normalizes) what it is given: bounded blocks
-_pool: tuple[int, ThreadPoolExecutor] | None = None
-_pool_lock = threading.Lock()
-
-
-def _helpers() -> ThreadPoolExecutor:
-    """The process's threads that search all graphs but the first (made again in a
-    forked child, where the parent's threads do not run)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None or _pool[0] != os.getpid():
-            _pool = (os.getpid(), ThreadPoolExecutor(GRAPHS - 1 or 1, thread_name_prefix="chunkforge-graph"))
-        return _pool[1]
 
 
 class Graph:
@@ -149,7 +137,7 @@ class Graph:
         >>> finish()
         [(1, 1.0)]
         """
-        others = [_helpers().submit(self._nearest, i, vector, k, None) for i in range(1, len(self._graphs))]
+        others = [helper_threads().submit(self._nearest, i, vector, k, None) for i in range(1, len(self._graphs))]
 
         def finish() -> list[tuple[int, float]]:
             found = self._nearest(0, vector, k, None)

@@ -18,7 +18,7 @@ from .._io import atomic_path, is_unicode, read_manifest, syntax_for_path, synta
 from .._progress import advancing
 from .._recommended import RECOMMENDED
 from .._rwlock import RWLock, reads, writes
-from .._search import EXACT_MAX, normalized, top_k
+from .._search import EXACT_MAX, int8_cosines, int8_rows, top_k
 from ..tokenizer import Tokenizer
 from . import expansion
 from .bm25 import BM25
@@ -441,14 +441,13 @@ class Index:
             self._vectors = grown
             self._scales = np.concatenate([self._scales, np.zeros(size - len(self._scales), np.float32)])
         for at in range(0, len(labels), 2048):  # in blocks: no float32 copy of all the vectors
-            v = normalized(vectors[at : at + 2048])
-            scale = np.maximum(np.abs(v).max(axis=1), 1e-12) / 127
-            self._vectors[labels[at : at + 2048]] = np.rint(v / scale[:, None]).astype(np.int8)
-            self._scales[labels[at : at + 2048]] = scale
+            self._vectors[labels[at : at + 2048]], self._scales[labels[at : at + 2048]] = int8_rows(
+                vectors[at : at + 2048]
+            )
 
     def _cosines(self, labels: np.ndarray | list[int], vector: np.ndarray) -> np.ndarray:
         """Cosines of the leaves ``labels`` with the unit ``vector``, from the int8 copy."""
-        return (self._vectors[labels].astype(np.float32) @ vector.astype(np.float32)) * self._scales[labels]
+        return int8_cosines(self._vectors[labels], self._scales[labels], vector)
 
     # -- search ------------------------------------------------------------
 

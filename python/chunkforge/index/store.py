@@ -47,6 +47,7 @@ import numpy as np
 from .._checks import check_int
 from .._io import read_manifest
 from .._recommended import RECOMMENDED
+from .._search import helper_threads, int8_cosines, int8_rows
 from ..errors import InputError
 from ..tokenizer import Tokenizer
 from . import expansion
@@ -82,6 +83,7 @@ CACHE_BYTES = 256 << 20
 AnnIndex = Literal["IVF_PQ", "IVF_HNSW_SQ"]
 ANN_INDEXES: tuple[AnnIndex, ...] = ("IVF_PQ", "IVF_HNSW_SQ")
 _DELETE_KEYS = 256  # shard keys per delete statement
+_FTS_LIMIT = 4 * DENSE_POOL  # parents a full-text query returns (then those of the nearest leaves)
 _ADD_ROWS = 262144  # leaves (and their parents and documents) added per commit
 
 
@@ -373,6 +375,8 @@ def _index(tables: dict[str, Any], ann_min_rows: int, ann_partitions: int | None
         parents.create_index("terms", replace=True, config=terms_only)
     if "tags_idx" not in names[PARENTS] and parents.count_rows():
         parents.create_index("tags", config=lancedb_index.LabelList())
+    if "parent_idx" not in names[PARENTS] and parents.count_rows():
+        parents.create_index("parent", config=lancedb_index.BTree())
     if not names[DOCS] and docs.count_rows():
         docs.create_index("doc_id", config=lancedb_index.BTree())
     rows = leaves.count_rows()
@@ -400,16 +404,21 @@ def _sub_vectors(leaves: Any) -> int:
 
 
 def _cosines(
-    rows: pa.Table, vector: np.ndarray, known: Mapping[tuple[str, int], Any]
+    rows: pa.Table, vector: np.ndarray, known: Mapping[tuple[str, int], Any], int8: bool = False
 ) -> dict[tuple[str, int], tuple[int, float]]:
     """``(doc_id, leaf) -> (passage, cosine)`` of leaf rows not in ``known``, the cosines computed
     here to 6 decimals (one rule whichever search found a leaf: BLAS's last bit depends on a row's
-    place in its block, and leaves of equal text must tie exactly)."""
+    place in its block, and leaves of equal text must tie exactly); ``int8``: from the rows in
+    int8, as the in-memory index rescores the leaves of its best BM25 parents."""
     if not rows.num_rows:
         return {}
     column = rows.column("vector").combine_chunks()
-    vectors = column.values.to_numpy().reshape(len(column), column.type.list_size).astype(np.float64)
-    cos = np.round(vectors @ vector.astype(np.float64) / np.maximum(np.linalg.norm(vectors, axis=1), 1e-12), 6)
+    vectors = column.values.to_numpy().reshape(len(column), column.type.list_size)
+    if int8:
+        cos = np.round(int8_cosines(*int8_rows(vectors), vector).astype(np.float64), 6)
+    else:
+        vectors = vectors.astype(np.float64)
+        cos = np.round(vectors @ vector.astype(np.float64) / np.maximum(np.linalg.norm(vectors, axis=1), 1e-12), 6)
     out = {}
     for d, leaf, p, c in zip(
         rows.column("doc_id").to_pylist(), rows.column("leaf").to_pylist(), rows.column("passage").to_pylist(), cos
@@ -622,11 +631,19 @@ class StoreIndex:
         hybrid = True if hybrid is None else hybrid
         tables = self._tables
         vector = self.encoder.embed_query(query)
-        dense = self._nearest(tables[LEAVES], vector, max(k, DENSE_POOL) if hybrid else k, predicate)
         if not hybrid:
+            dense = self._nearest(tables[LEAVES], vector, k, predicate)
             ranked = sorted(dense.items(), key=lambda item: (-item[1][1], item[0]))[:k]
             return self._hits([(key, cos) for key, (_, cos) in ranked])
-        bm25 = self._bm25(tables[PARENTS], query, predicate)
+        # the nearest leaves on a helper thread while the full-text query runs here
+        nearest = helper_threads().submit(self._nearest, tables[LEAVES], vector, max(k, DENSE_POOL), predicate)
+        try:
+            bm25 = self._bm25(tables[PARENTS], query, predicate)
+        finally:
+            dense = nearest.result()
+        if len(bm25) == _FTS_LIMIT:  # more parents match: score the nearest leaves' parents too
+            missing = {(d, dense[(d, leaf)][0]) for d, leaf in dense} - bm25.keys()
+            bm25.update(self._bm25(tables[PARENTS], query, predicate, among=missing))
         best = sorted(bm25.items(), key=lambda item: -item[1])[:BM25_POOL]
         extra = self._leaves_of(tables[LEAVES], [p for p, _ in best], vector, predicate, dense)
         dense.update(extra)
@@ -650,14 +667,20 @@ class StoreIndex:
             search = search.where(predicate, prefilter=True)
         return _cosines(search.select(["doc_id", "leaf", "passage", "vector", "_distance"]).to_arrow(), vector, {})
 
-    def _bm25(self, parents: Any, query: str, predicate: str | None) -> dict[tuple[str, int], float]:
-        """``(doc_id, passage) -> BM25 score`` of the best parents (LanceDB's full-text index)."""
+    def _bm25(
+        self, parents: Any, query: str, predicate: str | None, among: set[tuple[str, int]] | None = None
+    ) -> dict[tuple[str, int], float]:
+        """``(doc_id, passage) -> BM25 score`` of the ``_FTS_LIMIT`` best parents, or of those
+        ``among`` that match (LanceDB's full-text index: the in-memory BM25's scores)."""
         terms = " ".join(dict.fromkeys(BM25.words(query)))
-        if not terms:
+        if not terms or among == set():
             return {}
-        search = parents.search(terms, query_type="fts").limit(max(BM25_POOL, 4 * DENSE_POOL))
-        if predicate:
-            search = search.where(predicate, prefilter=True)
+        search = parents.search(terms, query_type="fts").limit(_FTS_LIMIT if among is None else len(among))
+        clauses = [predicate] if predicate else []
+        if among:
+            clauses.append("parent IN (" + ", ".join(str(parent_key(d, p)) for d, p in sorted(among)) + ")")
+        if clauses:
+            search = search.where(" AND ".join(clauses), prefilter=True)
         try:
             rows = search.select(["doc_id", "passage", "_score"]).to_arrow().to_pydict()
         except (ValueError, RuntimeError):  # no term of the query is indexed
@@ -672,13 +695,13 @@ class StoreIndex:
         predicate: str | None,
         known: dict[tuple[str, int], tuple[int, float]],
     ) -> dict[tuple[str, int], tuple[int, float]]:
-        """The leaves of ``parents`` not in ``known``, with their cosines."""
+        """The leaves of ``parents`` not in ``known``, with their cosines (from int8, as in memory)."""
         if not parents:
             return {}
         keys = ", ".join(str(parent_key(d, p)) for d, p in parents)
         where = f"parent IN ({keys})" + (f" AND {predicate}" if predicate else "")
         rows = leaves.search().where(where).select(["doc_id", "leaf", "passage", "vector"]).limit(1 << 20).to_arrow()
-        return _cosines(rows, vector, known)
+        return _cosines(rows, vector, known, int8=True)
 
     def _hits(self, scored: list[tuple[tuple[str, int], float]]) -> list[Hit]:
         """Hits of ``((doc_id, leaf), score)``, their documents read into the cache."""
