@@ -642,7 +642,7 @@ class StoreIndex:
         finally:
             dense = nearest.result()
         if len(bm25) == _FTS_LIMIT:  # more parents match: score the nearest leaves' parents too
-            missing = {(d, dense[(d, leaf)][0]) for d, leaf in dense} - bm25.keys()
+            missing = {(d, passage) for (d, _), (passage, _) in dense.items()} - bm25.keys()
             bm25.update(self._bm25(tables[PARENTS], query, predicate, among=missing))
         best = sorted(bm25.items(), key=lambda item: -item[1])[:BM25_POOL]
         extra = self._leaves_of(tables[LEAVES], [p for p, _ in best], vector, predicate, dense)
