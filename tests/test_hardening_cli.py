@@ -477,6 +477,33 @@ def test_damaged_shards_are_rebuilt_and_never_feed_the_vector_cache(tmp_path: Pa
     )
 
 
+def test_kept_shards_are_checked_by_the_hashes_the_manifest_recorded(tmp_path: Path, bulk_encoder: Any) -> None:
+    """The manifest records each shard file's SHA-256; a rerun keeps a shard only when its
+    bytes still hash to it, so a shard swapped for another whole Parquet file (which the
+    page checksums alone accept) is built again, and the dataset equals a clean run's."""
+    import hashlib
+
+    from chunkforge import bulk
+
+    docs = bulk_docs(tmp_path / "d.jsonl", 8)
+    options = {"encoder": bulk_encoder, "max_tokens": 48, "with_text": True, "shard_docs": 2}
+    out = tmp_path / "ds"
+    bulk.run([docs], out, **options)
+    entries = json.loads((out / "manifest.json").read_text())["shards"]
+    assert len(entries) >= 3
+    for entry in entries:
+        assert entry["file_sha256"] == hashlib.sha256((out / entry["file"]).read_bytes()).hexdigest()
+    clean = bulk.read_dataset(out)
+    first, second = (out / entries[0]["file"]), (out / entries[1]["file"])
+    first.write_bytes(second.read_bytes())
+    assert bulk.shards.shard_ok(first)  # a whole Parquet file: only its hash tells
+    summary = bulk.run([docs], out, **options)
+    assert summary.shards_built == 1
+    assert bulk.read_dataset(out).equals(clean)
+    again = json.loads((out / "manifest.json").read_text())["shards"]
+    assert again == entries
+
+
 def test_duplicate_document_ids_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], bulk_encoder: Any
 ) -> None:

@@ -35,10 +35,12 @@ from .shards import (
     ShardStats,
     own_shards_only,
     plan,
+    recorded_hashes,
     remove_unlisted,
     shard_dir,
     shard_entry,
     shard_stats,
+    with_hashes,
 )
 from .spec import JobSpec
 
@@ -175,7 +177,8 @@ def run_locked(
     with Progress(show, summary) as bar:
         if show:
             threading.Thread(target=count_for_eta, args=(bar, paths, spec), daemon=True).start()
-        planned = plan(paths, spec, settings, root)
+        known = recorded_hashes(root)
+        planned = plan(paths, spec, settings, root, known)
         if ray is None:
             build_locally(planned, ShardBuilder(spec, root, vectors, encoder), bar, shards)
         else:
@@ -203,7 +206,7 @@ def run_locked(
         "docs": summary.docs,
         "rows": summary.rows,
         "tokens": summary.tokens,
-        "shards": shards,
+        "shards": [with_hashes(root, entry, known) for entry in shards],
     }
     try:
         with atomic_file(root / MANIFEST, flag="out") as tmp:
