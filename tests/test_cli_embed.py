@@ -53,7 +53,7 @@ def test_parquet_has_chunk_ids_and_fixed_size_vectors(chunks: Path, expected: np
     out = tmp_path / "vectors"
     assert main(["embed", str(chunks), "--out", str(out), "--shard-rows", "7"]) == 0
     table = pq.read_table(tmp_path / "vectors.parquet")
-    assert table.column_names == ["doc_id", "index", "vector"]
+    assert table.column_names == ["doc_id", "index", "text_hash", "vector"]
     vector_type = table.schema.field("vector").type
     assert (vector_type.list_size, str(vector_type.value_type)) == (384, "float")
     rows = records(chunks)
@@ -112,6 +112,8 @@ def test_empty_input(tmp_path: Path, model_cache: Path) -> None:
         (["CHUNKS", "--out", "v.csv"], "--out v.csv: expected a .parquet or .npy file"),
         (["CHUNKS", "--out", "v.npy", "--model", "nowhere"], "--model nowhere: model folder not found"),
         (["CHUNKS", "--out", "v.npy", "--threads", "0"], "--threads must be >= 1"),
+        (["CHUNKS", "--out", "v.npy", "--reuse", "nowhere"], "--reuse nowhere: no such file or folder"),
+        (["CHUNKS", "--out", "v.npy", "--reuse", "CHUNKS"], "expected a dataset folder or a .parquet file of vectors"),
         (
             ["CHUNKS", "--out", "v.npy", "--on-overflow", "error", "--model", "default"],
             "chunks 0-40: texts[40] has 302 tokens, more than max_length=256",
@@ -133,3 +135,39 @@ def test_bad_arguments_exit_2(
     assert main(["embed", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("chunkforge: error: ") and message in err, err
+
+
+def test_embed_and_embed_docs_share_their_vectors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model_cache: Path
+) -> None:
+    """The two bulk commands are one vector cache: ``embed-docs --reuse`` takes what ``embed``
+    embedded, and ``embed --reuse`` what ``embed-docs`` embedded, the same vectors; vectors of
+    another dtype are not taken."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    from chunkforge import bulk
+
+    docs, chunks, vectors = tmp_path / "docs.jsonl", tmp_path / "chunks.jsonl", tmp_path / "vectors.parquet"
+    docs.write_text("".join(json.dumps({"id": d["id"], "text": d["text"][:3000]}) + "\n" for d in corpus()[:10]))
+    assert main(["chunk", str(docs), "--out", str(chunks)]) == 0
+    texts = [r["text"] for r in records(chunks)]
+    assert main(["embed", str(chunks), "--out", str(vectors), "--no-progress"]) == 0
+    capsys.readouterr()
+
+    assert main(["embed-docs", str(docs), "--out", str(tmp_path / "ds"), "--reuse", str(vectors), "-v"]) == 0
+    assert f"{len(texts)} chunks, " in (err := capsys.readouterr().err), err
+    assert f"0 chunks embedded, {len(texts)} from the vector cache" in err, err
+    written = pq.read_table(vectors)
+    by_hash = dict(zip(written.column("text_hash").to_pylist(), written.column("vector").to_pylist()))
+    dataset = bulk.read_dataset(tmp_path / "ds")
+    assert [by_hash[h] for h in dataset.column("text_hash").to_pylist()] == dataset.column("vector").to_pylist()
+
+    again = tmp_path / "again.parquet"
+    assert main(["embed", str(chunks), "--out", str(again), "--reuse", str(tmp_path / "ds"), "-v"]) == 0
+    assert (
+        f"{len(texts)} chunks (0 embedded, 0 from an earlier run, {len(texts)} from --reuse)" in capsys.readouterr().err
+    )
+    assert pq.read_table(again).column("vector").to_pylist() == written.column("vector").to_pylist()
+
+    half = ["embed-docs", str(docs), "--out", str(tmp_path / "f16"), "--float16", "--reuse", str(vectors), "-v"]
+    assert main(half) == 0
+    assert f"{len(texts)} chunks embedded, 0 from the vector cache" in capsys.readouterr().err

@@ -17,7 +17,7 @@ import numpy as np
 from .._io import Doc, atomic_file, text_hash
 from ..chunkers import node_id
 from ..errors import InputError
-from .cache import VectorCache
+from .cache import VECTORS_METADATA, VectorCache
 from .shards import ShardStats, shard_dir, shard_path, shard_schema, trees_path
 from .spec import JobSpec
 
@@ -49,8 +49,8 @@ class ShardBuilder:
         self.root = Path(out)
         self.shard_dir = shard_dir(self.root)
         self.vectors = vectors
-        self.cache = VectorCache(self.shard_dir, vectors)
-        self.schema = shard_schema(self.encoder.dim, spec, {"chunkforge.vectors": vectors})
+        self.cache = VectorCache(self.shard_dir, vectors, spec.reuse)
+        self.schema = shard_schema(self.encoder.dim, spec, {VECTORS_METADATA.decode(): vectors})
         self.tree = spec.tree
         if self.tree is not None:
             from ..index.prefix import LeafPrefixer

@@ -1,6 +1,8 @@
-"""The bulk job's vector cache: every earlier shard made with the same model fingerprint and
-dtype is a content-addressed store of vectors, keyed by the chunk text's hash (``text_hash``),
-so a rebuilt shard re-embeds only chunks whose text is new.
+"""The vector cache of the bulk job and of ``chunkforge embed``: every earlier shard made with
+the same model fingerprint and dtype is a content-addressed store of vectors, keyed by the
+chunk text's hash (``text_hash``), so a rebuilt shard re-embeds only chunks whose text is new.
+``reuse`` adds other sources: bulk dataset folders and ``chunkforge embed`` Parquet files, so
+the two commands share what either has embedded.
 
 >>> found, vectors = VectorCache(Path("no-dataset/shards"), "{}").lookup(["00" * 8], "float32")
 >>> found, vectors.shape
@@ -14,16 +16,46 @@ from pathlib import Path
 
 import numpy as np
 
-from .shards import PARQUET_SUFFIX
+from ..errors import InputError
+from .shards import PARQUET_SUFFIX, shard_dir
+
+VECTORS_METADATA = b"chunkforge.vectors"
+"""The Parquet schema metadata key holding a file's :func:`~chunkforge.bulk.fingerprint.vectors_key`."""
+
+
+def reuse_sources(reuse: tuple[str, ...] | list[str]) -> list[Path]:
+    """The Parquet files of ``reuse``: a bulk dataset folder's shards, or a Parquet file.
+
+    >>> reuse_sources(["missing.parquet"])
+    Traceback (most recent call last):
+    ...
+    chunkforge.errors.InputError: reuse missing.parquet: no such file or folder
+    """
+    files: list[Path] = []
+    for given in reuse:
+        path = Path(given)
+        if path.is_dir():
+            if not shard_dir(path).is_dir():
+                raise InputError(f"reuse {given}: a folder, but not a chunkforge dataset (no shards/ in it)")
+            files += sorted(shard_dir(path).glob(f"*{PARQUET_SUFFIX}"))
+        elif path.is_file():
+            if path.suffix != PARQUET_SUFFIX:
+                raise InputError(f"reuse {given}: expected a dataset folder or a .parquet file of vectors")
+            files.append(path)
+        else:
+            raise InputError(f"reuse {given}: no such file or folder")
+    return files
 
 
 class VectorCache:
-    """Vectors already in the dataset, by chunk text hash: every shard in ``shard_dir`` whose
-    ``vectors`` metadata (model fingerprint and dtype) matches. The hash index (16 bytes a
-    row) is built on the first lookup; vectors are read from at most a few shards at a time."""
+    """Vectors already computed, by chunk text hash: every shard in ``shard_dir`` (None: none)
+    and every file of ``reuse`` (see :func:`reuse_sources`) whose ``vectors`` metadata (model
+    fingerprint and dtype) matches. The hash index (16 bytes a row) is built on the first
+    lookup; vectors are read from at most a few files at a time."""
 
-    def __init__(self, shard_dir: Path, vectors: str) -> None:
+    def __init__(self, shard_dir: Path | None, vectors: str, reuse: tuple[str, ...] | list[str] = ()) -> None:
         self.shard_dir, self.vectors = shard_dir, vectors
+        self.reuse = reuse_sources(reuse)
         self._paths: list[Path] | None = None
         self._hashes = self._where = np.zeros(0, np.uint64)
         self._loaded: OrderedDict[int, np.ndarray | None] = OrderedDict()
@@ -32,10 +64,11 @@ class VectorCache:
         import pyarrow.parquet as pq
 
         self._paths, hashes, where = [], [], []
-        for path in sorted(self.shard_dir.glob(f"*{PARQUET_SUFFIX}")):
+        own = sorted(self.shard_dir.glob(f"*{PARQUET_SUFFIX}")) if self.shard_dir is not None else []
+        for path in own + self.reuse:
             try:
                 meta = pq.read_schema(path).metadata or {}
-                if meta.get(b"chunkforge.vectors") != self.vectors.encode():
+                if meta.get(VECTORS_METADATA) != self.vectors.encode():
                     continue
                 column = pq.read_table(path, columns=["text_hash"], page_checksum_verification=True).column(0)
                 column = column.to_pylist()

@@ -1,5 +1,6 @@
 """The identity of an encoder's vectors, part of every shard's name and of the vector
-cache's key: a hash of its graph's bytes, its tokenizer's definition and its settings.
+cache's key (:func:`vectors_key`): a hash of its graph's bytes, its tokenizer's definition
+and its settings.
 
 >>> tokenizer_json(Tokenizer.default()).startswith("{")
 True
@@ -20,6 +21,12 @@ from ..tokenizer import DEFAULT_TOKENIZER, Tokenizer
 
 if TYPE_CHECKING:
     from ..encoder import Encoder
+
+
+def vectors_key(encoder: Encoder, dtype: str) -> str:
+    """What a vector-cache entry must match to be reused: the model fingerprint and the dtype,
+    as recorded in a Parquet file's ``chunkforge.vectors`` metadata."""
+    return json.dumps({"model": model_fingerprint(encoder), "dtype": dtype})
 
 
 def model_fingerprint(encoder: Encoder) -> str:

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from .._io import MANIFEST, STDIN, atomic_file, check_paths
 from ..errors import InputError
 from .builder import Chunked, ShardBuilder
-from .fingerprint import model_fingerprint
+from .cache import reuse_sources
+from .fingerprint import model_fingerprint, vectors_key
 from .progress import JobSummary, Progress
 from .readers import count_docs
 from .shards import (
@@ -84,6 +85,8 @@ def run(
 
     Raises InputError (one line, naming the parameter or file) on bad input.
     """
+    if "reuse" in options and isinstance(options["reuse"], (list, tuple)):
+        options["reuse"] = tuple(os.fspath(p) for p in options["reuse"])
     spec = JobSpec(**{**(asdict(spec) if spec else {}), **options})
     spec.check()
     if ray_actors is not None and (isinstance(ray_actors, bool) or not isinstance(ray_actors, int) or ray_actors < 1):
@@ -94,6 +97,7 @@ def run(
     if not paths:
         raise InputError("inputs: none given")
     check_paths(paths)
+    reuse_sources(spec.reuse)
     try:
         import pyarrow  # noqa: F401
     except ImportError as exc:
@@ -169,7 +173,7 @@ def run_locked(
     except OSError as exc:
         raise InputError(f"out {root}: cannot write it ({exc.strerror or exc})") from exc
     fingerprint = model_fingerprint(encoder)
-    vectors = json.dumps({"model": fingerprint, "dtype": spec.dtype})
+    vectors = vectors_key(encoder, spec.dtype)
     settings = json.dumps([FORMAT, vectors, chunker, spec.with_text, spec.id_column, spec.text_column, spec.shard_docs])
     summary = JobSummary(out=str(root))
     shards: list[dict[str, Any]] = []

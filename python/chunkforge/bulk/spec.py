@@ -38,7 +38,9 @@ class JobSpec:
 
     ``max_tokens=None`` is the encoder's window (``max_length`` minus special tokens);
     ``id_column=None`` is chunkforge's id rule (``doc_id``, else ``id``, else ``"<path>:<line>"``);
-    ``threads`` and ``max_batch_tokens`` change speed only.
+    ``threads``, ``max_batch_tokens`` and ``reuse`` change speed only: ``reuse`` names earlier
+    vectors to take instead of embedding again (bulk dataset folders, or Parquet files written by
+    ``chunkforge embed``; entries with this job's model fingerprint and dtype, by chunk text hash).
 
     >>> JobSpec(dtype="float16", shard_docs=8).dtype
     'float16'
@@ -62,6 +64,7 @@ class JobSpec:
     parent_tokens: tuple[int, ...] = (256,)
     structure: str | None = "auto"
     search_prefix: bool = True
+    reuse: tuple[str, ...] = ()
 
     @property
     def tree(self) -> TreeSettings | None:
@@ -92,6 +95,8 @@ class JobSpec:
             raise InputError(str(exc)) from exc
         if isinstance(self.overlap, bool) or not isinstance(self.overlap, int) or self.overlap < 0:
             raise InputError(f"overlap must be >= 0 (an integer), not {self.overlap!r}")
+        if not isinstance(self.reuse, (tuple, list)) or not all(isinstance(p, str) for p in self.reuse):
+            raise InputError(f"reuse must be a list of paths (str), not {self.reuse!r}")
         for name in ("id_column", "text_column"):
             value = getattr(self, name)
             if (value is not None or name == "text_column") and (not isinstance(value, str) or not value):

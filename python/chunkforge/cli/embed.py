@@ -6,6 +6,10 @@ written atomically. A rerun after a crash reuses the shards already written and
 recomputes the rest, so no row is lost or repeated; the shards are then joined into
 ``--out`` (atomically) and the folder is removed.
 
+Parquet output carries each chunk's ``text_hash`` and the model's fingerprint, so it is a
+vector cache for the bulk job (``embed-docs --reuse FILE``), as a bulk dataset is for this
+command (``embed --reuse DATASET``): neither embeds again what the other has embedded.
+
 >>> output_format("-")
 (PosixPath('-'), 'jsonl')
 """
@@ -28,8 +32,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from .._io import atomic_file, checksum_ok, read_records, record_doc_id, record_text, write_checksum
+from .._io import atomic_file, checksum_ok, read_records, record_doc_id, record_text, text_hash, write_checksum
 from .._progress import progress
+from ..bulk.cache import VECTORS_METADATA, VectorCache
+from ..bulk.fingerprint import vectors_key
 from ..errors import InputError
 from ._common import load_cli_encoder, refuse_output_input
 
@@ -107,6 +113,14 @@ def add_parser(commands: Any) -> None:
         help=f"padded tokens per batch (default: {DEFAULT_OPENVINO_BATCH_TOKENS} with OpenVINO, "
         f"{DEFAULT_CPU_BATCH_TOKENS} on CPU, {DEFAULT_GPU_BATCH_TOKENS} on GPU)",
     )
+    embed.add_argument(
+        "--reuse",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="take vectors already computed instead of embedding them again: a dataset folder written by "
+        "`chunkforge embed-docs`, or a Parquet file written by this command (same model; by chunk text); repeatable",
+    )
     embed.add_argument("--shard-rows", type=int, default=SHARD_ROWS, metavar="N", help="chunks per resumable shard")
     embed.add_argument("--threads", type=int, metavar="N", help="ONNX Runtime intra-op threads (default: all cores)")
     embed.add_argument("--no-progress", action="store_true", help="no progress bars (shown only on a terminal)")
@@ -164,9 +178,11 @@ def record_fields(record: ChunkRecord, fields: list[str] | tuple[()] | None) -> 
     return {name: record.fields.get(name) for name in fields}
 
 
-def write_shard(path: Path, shard: list[ChunkRecord], vectors: np.ndarray, fmt: str, fields: list[str] | None) -> None:
-    """One shard's vectors (and ids and ``fields``, for Parquet), written atomically, then
-    its checksum beside it (``SHARD.sha256``): a shard is reused only when both agree."""
+def write_shard(
+    path: Path, shard: list[ChunkRecord], vectors: np.ndarray, fmt: str, fields: list[str] | None, key: str
+) -> None:
+    """One shard's vectors (and ids, ``fields`` and text hashes, for Parquet), written
+    atomically, then its checksum beside it (``SHARD.sha256``): a shard is reused only when both agree."""
     with atomic_file(path) as tmp:
         if fmt == "npy":
             with open(tmp, "wb") as f:
@@ -174,13 +190,16 @@ def write_shard(path: Path, shard: list[ChunkRecord], vectors: np.ndarray, fmt: 
         else:
             import pyarrow.parquet as pq
 
-            pq.write_table(chunk_table(shard, vectors, fields), tmp)
+            pq.write_table(chunk_table(shard, vectors, key, fields), tmp)
     write_checksum(path)
 
 
-def chunk_table(shard: list[ChunkRecord], vectors: np.ndarray, fields: list[str] | tuple[()] | None = ()) -> pa.Table:
+def chunk_table(
+    shard: list[ChunkRecord], vectors: np.ndarray, key: str, fields: list[str] | tuple[()] | None = ()
+) -> pa.Table:
     """A pyarrow table: ``doc_id`` string, ``index`` int64, the chunk record ``fields``
-    (types as pyarrow infers them), ``vector`` fixed-size list of float32."""
+    (types as pyarrow infers them), ``text_hash`` (the vector cache's key), ``vector`` fixed-size
+    list of float32; the schema's ``chunkforge.vectors`` metadata is ``key`` (model and dtype)."""
     import pyarrow as pa
 
     dim = vectors.shape[1]
@@ -194,10 +213,11 @@ def chunk_table(shard: list[ChunkRecord], vectors: np.ndarray, fields: list[str]
         columns.update({name: kept.column(name) for name in kept.column_names})
     elif fields:
         columns.update({name: pa.nulls(len(shard)) for name in fields})
-    return pa.table({**columns, "vector": column})
+    columns["text_hash"] = pa.array([text_hash(r.text) for r in shard], pa.string())
+    return pa.table({**columns, "vector": column}).replace_schema_metadata({VECTORS_METADATA.decode(): key})
 
 
-def join_shards(shards: list[Path], out: Path, fmt: str, dim: int) -> None:
+def join_shards(shards: list[Path], out: Path, fmt: str, dim: int, key: str) -> None:
     """Concatenates the shard files into ``out`` (atomically), one shard in memory at a time."""
     with atomic_file(out) as tmp:
         if fmt == "npy":
@@ -218,13 +238,19 @@ def join_shards(shards: list[Path], out: Path, fmt: str, dim: int) -> None:
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            schemas = [pq.read_schema(p) for p in shards] or [chunk_table([], np.zeros((0, dim), np.float32)).schema]
+            schemas = [pq.read_schema(p) for p in shards] or [
+                chunk_table([], np.zeros((0, dim), np.float32), key).schema
+            ]
             try:  # fields kept beside the vector: a column all null in one shard takes its type from the others
                 schema = pa.unify_schemas(schemas, promote_options="permissive")
             except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
                 raise InputError(f"--fields: a field has different types in different chunks ({exc})") from exc
-            schema = pa.schema([f for f in schema if f.name != "vector"] + [schema.field("vector")])
-            with pq.ParquetWriter(tmp, schema) as writer:
+            last = ("text_hash", "vector")
+            schema = pa.schema(
+                [f for f in schema if f.name not in last] + [schema.field(name) for name in last],
+                metadata={VECTORS_METADATA.decode(): key},
+            )
+            with pq.ParquetWriter(tmp, schema, write_page_checksum=True) as writer:
                 for p in shards:
                     table = pq.read_table(p)
                     writer.write_table(
@@ -258,6 +284,11 @@ def run(args: argparse.Namespace) -> str:
     encoder = load_cli_encoder(args)
     from ..encoder import TruncationWarning
 
+    key = vectors_key(encoder, "float32") if fmt == "parquet" or args.reuse else ""
+    try:
+        cache = VectorCache(None, key, args.reuse) if args.reuse else None
+    except InputError as exc:
+        raise InputError(f"--{exc}") from exc
     records = (parse_chunk_record(where, record) for where, record, _ in read_records(args.path))
     with (
         warnings.catch_warnings(record=True) as caught,
@@ -266,8 +297,18 @@ def run(args: argparse.Namespace) -> str:
         warnings.simplefilter("always", TruncationWarning)
 
         def embed(shard: list[ChunkRecord], first: int) -> np.ndarray:
+            texts = [r.text for r in shard]
+            vectors = np.empty((len(shard), encoder.dim), np.float32)
+            found = np.zeros(len(shard), bool)
+            if cache is not None:
+                found, cached = cache.lookup([text_hash(t) for t in texts], "float32")
+                vectors[found] = cached
+                reused[0] += len(cached)
+                bar.update(len(cached))
+            missing = np.flatnonzero(~found)
             try:
-                vectors = encoder.embed([r.text for r in shard], show_progress=bar)
+                if len(missing):
+                    vectors[missing] = encoder.embed([texts[i] for i in missing], show_progress=bar)
             except ValueError as exc:
                 raise InputError(f"{args.path}, chunks {first}-{first + len(shard) - 1}: {exc}") from exc
             for warning in caught:
@@ -278,15 +319,22 @@ def run(args: argparse.Namespace) -> str:
             caught.clear()
             return vectors
 
+        reused = [0]
         if fmt == "jsonl":
-            return stream_embeddings(records, args.shard_rows, embed, fields)
-        return embed_in_shards(args, out, fmt, encoder, records, embed, fields, bar)
+            total, resumed = stream_embeddings(records, args.shard_rows, embed, fields), None
+        else:
+            total, resumed = embed_in_shards(args, out, fmt, encoder, records, embed, fields, bar, key)
+    counts = [f"{total - (resumed or 0) - reused[0]} embedded"]
+    counts += [f"{resumed} from an earlier run"] if resumed is not None else []
+    counts += [f"{reused[0]} from --reuse"] if args.reuse else []
+    return f"{total} chunks ({', '.join(counts)}) -> {'stdout' if fmt == 'jsonl' else out}"
 
 
 def stream_embeddings(
     records: Iterator[ChunkRecord], shard_rows: int, embed: EmbedShard, fields: list[str] | None
-) -> str:
-    """``--out -``: one JSON line a chunk on stdout (``doc_id``, ``index``, the kept fields, ``vector``)."""
+) -> int:
+    """``--out -``: one JSON line a chunk on stdout (``doc_id``, ``index``, the kept fields,
+    ``vector``); returns how many."""
     count = 0
     while shard := list(itertools.islice(records, shard_rows)):
         vectors = embed(shard, count)
@@ -307,7 +355,7 @@ def stream_embeddings(
         )
         count += len(shard)
     sys.stdout.flush()
-    return f"{count} chunks embedded -> stdout"
+    return count
 
 
 def embed_in_shards(
@@ -319,8 +367,11 @@ def embed_in_shards(
     embed: EmbedShard,
     fields: list[str] | None,
     bar: Any,
-) -> str:
-    """Resumable output: shards written atomically, reused on a rerun, then joined."""
+    key: str,
+) -> tuple[int, int]:
+    """Resumable output: shards written atomically, reused on a rerun, then joined
+    (``key``: the vectors' model and dtype, recorded in Parquet output); returns how many
+    chunks, and how many were in shards of an earlier run."""
     graph = encoder.graph.stat()
     settings = json.dumps(
         [
@@ -333,6 +384,7 @@ def embed_in_shards(
             args.shard_rows,
             fmt,
             fields,
+            key,
         ]
     )
     shards_dir = out.with_name(out.name + ".shards")
@@ -341,7 +393,7 @@ def embed_in_shards(
     except OSError as exc:
         raise InputError(f"cannot write --out {out}: {exc.strerror or exc}") from exc
     try:
-        return embed_shards(args, out, fmt, encoder, records, embed, fields, bar, settings, shards_dir)
+        return embed_shards(args, out, fmt, encoder, records, embed, fields, bar, settings, shards_dir, key)
     finally:
         with contextlib.suppress(OSError):
             shards_dir.rmdir()  # only when empty: a failure before any shard leaves no folder
@@ -358,8 +410,10 @@ def embed_shards(
     bar: Any,
     settings: str,
     shards_dir: Path,
-) -> str:
-    """The shards (a shard is reused when its checksum agrees), joined into ``out``."""
+    key: str,
+) -> tuple[int, int]:
+    """The shards (a shard is reused when its checksum agrees), joined into ``out``; returns
+    how many chunks, and how many were in reused shards."""
     shards: list[Path] = []
     embedded = reused = 0
     while shard := list(itertools.islice(records, args.shard_rows)):
@@ -368,9 +422,9 @@ def embed_shards(
             reused += len(shard)
             bar.update(len(shard))
         else:
-            write_shard(path, shard, embed(shard, embedded + reused), fmt, fields)
+            write_shard(path, shard, embed(shard, embedded + reused), fmt, fields, key)
             embedded += len(shard)
         shards.append(path)
-    join_shards(shards, out, fmt, encoder.dim)
+    join_shards(shards, out, fmt, encoder.dim, key)
     shutil.rmtree(shards_dir)
-    return f"{embedded + reused} chunks ({embedded} embedded, {reused} from an earlier run) -> {out}"
+    return embedded + reused, reused

@@ -39,6 +39,7 @@ FLAGS = {
             "lancedb",
             "ray",
             "ray_actors",
+            "reuse",
         )
     },
     "dtype": "--float16",
@@ -157,6 +158,14 @@ def add_parser(commands: Any) -> None:
         metavar="N",
         help=f"mean documents per shard (default {SHARD_DOCS})",
     )
+    cmd.add_argument(
+        "--reuse",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="take vectors already computed instead of embedding them again: another dataset folder, or a "
+        "Parquet file written by `chunkforge embed` (same model; by chunk text); repeatable",
+    )
     cmd.add_argument("--threads", type=int, metavar="N", help="chunker and ONNX Runtime threads (default: all cores)")
     cmd.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
     cmd.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
@@ -190,6 +199,7 @@ def run(args: argparse.Namespace) -> str:
         leaf_tokens=args.leaf_tokens,
         parent_tokens=parent_tokens(args.parent_tokens),
         search_prefix=not args.no_search_prefix,
+        reuse=tuple(args.reuse),
     )
     try:
         summary = bulk.run(
