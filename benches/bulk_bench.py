@@ -20,8 +20,13 @@ from slice to slice, each variant in its own process (peak RSS is that process's
 - ``ray``: the job on a new local Ray cluster (``ray="local"``, start-up included, two actors),
   its rows compared with the job's on the same slice.
 
+``reuse``: one bulk path. On the sample, ``cli`` (chunk, then ``embed`` to Parquet), then the
+job without and with ``reuse=[vectors.parquet]`` (``embed-docs --reuse``) in the order job,
+reuse, reuse, job, each in its own process on a new dataset folder.
+
     PYTHONPATH=python python3 benches/bulk_bench.py full --out benches/results/bulk-35mb-full.json
     PYTHONPATH=python python3 benches/bulk_bench.py compare --every 10 --slices 3 --out benches/results/bulk-sample.json
+    PYTHONPATH=python python3 benches/bulk_bench.py reuse --every 30
 """
 
 from __future__ import annotations
@@ -100,14 +105,15 @@ def run_variant(variant: str, docs: Path, work: Path, model_variant: str, shard_
     started = time.perf_counter()
     cpu_started = time.process_time()
     result: dict = {"variant": variant}
-    if variant in ("job", "ray", "rerun"):
+    if variant in ("job", "ray", "rerun", "reuse"):
         summary = bulk.run(
             [docs],
-            work / ("ray" if variant == "ray" else "job"),
+            work / ("job" if variant == "rerun" else variant),
             variant=model_variant,
             ray="local" if variant == "ray" else None,
             progress=False,
             shard_docs=shard_docs,
+            reuse=[work / "vectors.parquet"] if variant == "reuse" else [],
         )
         result.update(
             docs=summary.docs,
@@ -315,9 +321,31 @@ def compare(args: argparse.Namespace, work: Path) -> dict:
     return {"every": args.every, "slices": args.slices, "per_slice": results, "totals": totals}
 
 
+def reuse(args: argparse.Namespace, work: Path) -> dict:
+    (docs,) = sample(args.every, 1, work)
+    cli = child("cli", docs, work, args, 5)
+    runs = []
+    for variant in ("job", "reuse", "reuse", "job"):
+        shutil.rmtree(work / variant, ignore_errors=True)
+        runs.append(child(variant, docs, work, args, 5))
+        print(json.dumps({k: v for k, v in runs[-1].items() if k != "samples"}), flush=True)
+    lines = [
+        "| run | seconds | CPU s | chunks | chunks embedded | load |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in [cli, *runs]:
+        embedded = r.get("embedded", r["chunks"])
+        lines.append(
+            f"| {r['variant']} | {r['seconds']:.1f} | {r['cpu_seconds']:.1f} | {r['chunks']} | {embedded} | "
+            f"{r['load1_mean']:.1f} |"
+        )
+    print("\n" + "\n".join(lines))
+    return {"every": args.every, "cli": cli, "runs": runs}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=("full", "compare", "child"))
+    parser.add_argument("mode", choices=("full", "compare", "reuse", "child"))
     parser.add_argument("--model-variant", default="int8", help="graph of all-MiniLM-L6-v2 (default int8)")
     parser.add_argument("--every", type=int, default=10, help="compare: every N-th document (default 10)")
     parser.add_argument("--slices", type=int, default=3, help="compare: slices of the sample (default 3)")
@@ -340,7 +368,7 @@ def main() -> None:
         args.shard_docs = JOB_SHARD_DOCS if args.mode == "full" else SHARD_DOCS
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="bulk-bench-") as tmp:
-        figures = full(args, Path(tmp)) if args.mode == "full" else compare(args, Path(tmp))
+        figures = {"full": full, "compare": compare, "reuse": reuse}[args.mode](args, Path(tmp))
     figures = {
         "mode": args.mode,
         "model_variant": args.model_variant,
