@@ -171,3 +171,13 @@ def test_embed_and_embed_docs_share_their_vectors(
     half = ["embed-docs", str(docs), "--out", str(tmp_path / "f16"), "--float16", "--reuse", str(vectors), "-v"]
     assert main(half) == 0
     assert f"{len(texts)} chunks embedded, 0 from the vector cache" in capsys.readouterr().err
+
+    pa = pytest.importorskip("pyarrow")
+    hashes = written.column("text_hash").to_pylist()
+    holed = written.set_column(written.schema.get_field_index("text_hash"), "text_hash", pa.array([None, *hashes[1:]]))
+    pq.write_table(holed.replace_schema_metadata(written.schema.metadata), tmp_path / "holed.parquet")
+    assert (
+        main(["embed", str(chunks), "--out", str(tmp_path / "v.npy"), "--reuse", str(tmp_path / "holed.parquet"), "-v"])
+        == 0
+    )
+    assert f"({len(texts)} embedded, 0 from an earlier run, 0 from --reuse)" in capsys.readouterr().err

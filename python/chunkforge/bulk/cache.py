@@ -71,12 +71,14 @@ class VectorCache:
                 if meta.get(VECTORS_METADATA) != self.vectors.encode():
                     continue
                 column = pq.read_table(path, columns=["text_hash"], page_checksum_verification=True).column(0)
-                column = column.to_pylist()
-            except (OSError, ValueError):  # a file that is not a shard: not a cache entry
+                keys = np.frombuffer(bytes.fromhex("".join(column.to_pylist())), ">u8").astype(np.uint64)
+            except (OSError, ValueError, TypeError):  # not a shard, or a hash missing: not a cache entry
+                continue
+            if len(keys) != len(column):  # a hash of another length: not a cache entry
                 continue
             shard = len(self._paths)
             self._paths.append(path)
-            hashes.append(np.frombuffer(bytes.fromhex("".join(column)), ">u8").astype(np.uint64))
+            hashes.append(keys)
             where.append((np.uint64(shard) << np.uint64(32)) | np.arange(len(column), dtype=np.uint64))
         all_hashes = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
         order = np.argsort(all_hashes, kind="stable")

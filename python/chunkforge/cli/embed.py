@@ -302,7 +302,8 @@ def run(args: argparse.Namespace) -> str:
             found = np.zeros(len(shard), bool)
             if cache is not None:
                 found, cached = cache.lookup([text_hash(t) for t in texts], "float32")
-                vectors[found] = cached
+                if len(cached):
+                    vectors[found] = cached
                 reused[0] += len(cached)
                 bar.update(len(cached))
             missing = np.flatnonzero(~found)
