@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -15,6 +16,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("hnswlib")
@@ -264,6 +266,22 @@ def test_ann_index_finds_each_leaf(job, encoder, tmp_path, kind):
     leaves = memory.leaves()
     found = sum(leaf.id in [h.id for h in store.search(leaf.text, k=10, hybrid=False)] for leaf in leaves[::53])
     assert found >= 0.9 * len(leaves[::53])
+
+
+def test_ann_index_keeps_the_partitions_it_was_built_with(encoder, tmp_path):
+    """The store's own ``optimize`` comes before the ANN index: LanceDB's optimize joins small
+    IVF partitions (here 6 of about 300 leaves into 1), so an index built first would be left
+    with fewer than it was asked for. (LanceDB trains no more than one partition a 256 rows,
+    hence a corpus bigger than the other tests'.)"""
+    import lancedb
+
+    docs = write_jsonl(tmp_path / "docs.jsonl", records(80))
+    bulk.run([docs], tmp_path / "vectors", encoder=encoder, units="tree")
+    write_store(tmp_path / "vectors", tmp_path / "ann", ann_min_rows=256, ann_partitions=6)
+    leaves = lancedb.connect(tmp_path / "ann").open_table("leaves")
+    assert leaves.count_rows() >= 6 * 256
+    plan = leaves.search(np.ones(384, np.float32)).distance_type("cosine").nprobes(1).limit(1).analyze_plan()
+    assert re.search(r"partitions_ranked=(\d+)", plan).group(1) == "6", plan
 
 
 def test_store_refuses_plain_chunks_and_other_settings(job, encoder, tmp_path):

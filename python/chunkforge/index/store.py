@@ -78,6 +78,10 @@ LANCEDB_EXTRA = 'pip install "chunkforge[lancedb,index]"'
 LEAVES, PARENTS, DOCS, COMMITS = "leaves", "parents", "docs", "commits"
 ANN_MIN_ROWS = 65536
 """Leaves from which the ``leaves`` table gets an ANN index (below, an exact scan is as fast)."""
+ANN_PARTITION_ROWS = 4096
+"""Leaves per IVF partition. LanceDB's ``optimize`` joins smaller partitions (measured: 264
+partitions of 265 rows became 3), so ``sqrt(rows)`` partitions, smaller than this below 16M
+rows, collapsed into a few large ones that every query scans whole."""
 CACHE_BYTES = 256 << 20
 """Text bytes of documents a query process keeps read (least recently used out)."""
 AnnIndex = Literal["IVF_PQ", "IVF_HNSW_SQ"]
@@ -384,23 +388,23 @@ def _index(tables: dict[str, Any], ann_min_rows: int, ann_partitions: int | None
     if "tags_idx" not in names[LEAVES] and rows:
         leaves.create_index("tags", config=lancedb_index.LabelList())
         leaves.create_index("parent", config=lancedb_index.BTree())
-    if not has_ann and rows >= ann_min_rows:
-        partitions = ann_partitions or max(int(np.sqrt(rows)), 1)
+    for table in tables.values():
+        if table.count_rows():
+            table.optimize()
+    if not has_ann and rows >= ann_min_rows:  # after optimize, which would join its partitions
+        partitions = ann_partitions or max(rows // ANN_PARTITION_ROWS, 1)
         config = (
             lancedb_index.IvfPq(distance_type="cosine", num_partitions=partitions, num_sub_vectors=_sub_vectors(leaves))
             if ann_index == "IVF_PQ"
             else lancedb_index.HnswSq(distance_type="cosine", num_partitions=partitions)
         )
         leaves.create_index("vector", config=config)
-    for table in tables.values():
-        if table.count_rows():
-            table.optimize()
 
 
 def _sub_vectors(leaves: Any) -> int:
     """PQ sub-vectors: 8 dimensions each (48 for 384)."""
     dim = leaves.schema.field("vector").type.list_size
-    return max(d for d in (dim // 8, dim // 4, dim // 2, 1) if dim % d == 0)
+    return next(d for d in (dim // 8, dim // 4, dim // 2, 1) if d and dim % d == 0)
 
 
 def _cosines(
