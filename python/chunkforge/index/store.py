@@ -290,7 +290,8 @@ def write_store(
     """Brings the store at ``uri`` up to date with the tree dataset ``dataset`` (``embed-docs
     --index``); returns the new commit's version. Only the shards that changed are deleted or
     added; a store already up to date gets no new commit. From ``ann_min_rows`` leaves the
-    vectors get an ANN index of the type ``ann_index`` (``"IVF_PQ"``, smaller; ``"IVF_HNSW_SQ"``).
+    vectors get an ANN index of the type ``ann_index`` (``"IVF_PQ"``, smaller; ``"IVF_HNSW_SQ"``)
+    with ``ann_partitions`` IVF partitions (default: one per :data:`ANN_PARTITION_ROWS` leaves).
 
     >>> write_store("vectors", "store.lancedb")  # doctest: +SKIP
     1
