@@ -156,7 +156,7 @@ def test_default_chunks_embed_without_truncation(chunk_file, model_cache, capsys
     )
     assert code == 0, capsys.readouterr().err
     table = pq.read_table(out)
-    assert table.column_names == ["doc_id", "index", "text", "heading_path", "source", "vector"]
+    assert table.column_names == ["doc_id", "index", "text", "heading_path", "source", "text_hash", "vector"]
     assert table.column("text").to_pylist() == [r["text"] for r in records]
     assert table.column("source").to_pylist() == [r["source"] for r in records]
 

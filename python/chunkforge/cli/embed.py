@@ -90,7 +90,7 @@ def add_parser(commands: Any) -> None:
         "--out",
         required=True,
         metavar="FILE",
-        help="vectors.parquet (doc_id, index, vector columns and --fields; needs pyarrow), vectors.npy (rows in "
+        help="vectors.parquet (doc_id, index, --fields, text_hash and vector columns; needs pyarrow), vectors.npy (rows in "
         "input order), or - (JSON lines on stdout, not resumable); without a suffix .parquet when pyarrow is "
         "installed, else .npy",
     )
