@@ -23,10 +23,15 @@ if TYPE_CHECKING:
     from ..encoder import Encoder
 
 
-def vectors_key(encoder: Encoder, dtype: str) -> str:
-    """What a vector-cache entry must match to be reused: the model fingerprint and the dtype,
-    as recorded in a Parquet file's ``chunkforge.vectors`` metadata."""
-    return json.dumps({"model": model_fingerprint(encoder), "dtype": dtype})
+def vectors_key(fingerprint: str, dtype: str) -> str:
+    """What a vector-cache entry must match to be reused: the model fingerprint
+    (:func:`model_fingerprint`) and the dtype, as recorded in a Parquet file's
+    ``chunkforge.vectors`` metadata.
+
+    >>> vectors_key("86b4c13d", "float32")
+    '{"model": "86b4c13d", "dtype": "float32"}'
+    """
+    return json.dumps({"model": fingerprint, "dtype": dtype})
 
 
 def model_fingerprint(encoder: Encoder) -> str:

@@ -173,7 +173,7 @@ def run_locked(
     except OSError as exc:
         raise InputError(f"out {root}: cannot write it ({exc.strerror or exc})") from exc
     fingerprint = model_fingerprint(encoder)
-    vectors = vectors_key(encoder, spec.dtype)
+    vectors = vectors_key(fingerprint, spec.dtype)
     settings = json.dumps([FORMAT, vectors, chunker, spec.with_text, spec.id_column, spec.text_column, spec.shard_docs])
     summary = JobSummary(out=str(root))
     shards: list[dict[str, Any]] = []

@@ -35,7 +35,7 @@ import numpy as np
 from .._io import atomic_file, checksum_ok, read_records, record_doc_id, record_text, text_hash, write_checksum
 from .._progress import progress
 from ..bulk.cache import VECTORS_METADATA, VectorCache
-from ..bulk.fingerprint import vectors_key
+from ..bulk.fingerprint import model_fingerprint, vectors_key
 from ..errors import InputError
 from ._common import load_cli_encoder, refuse_output_input
 
@@ -284,7 +284,7 @@ def run(args: argparse.Namespace) -> str:
     encoder = load_cli_encoder(args)
     from ..encoder import TruncationWarning
 
-    key = vectors_key(encoder, "float32") if fmt == "parquet" or args.reuse else ""
+    key = vectors_key(model_fingerprint(encoder), "float32") if fmt == "parquet" or args.reuse else ""
     try:
         cache = VectorCache(None, key, args.reuse) if args.reuse else None
     except InputError as exc:
