@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -123,6 +124,29 @@ def test_vectors_do_not_depend_on_batch_mates(model_cache: Path, variant: str) -
         batched = enc.embed(targets + others)[: len(targets)]
         assert np.abs(batched - alone).max() <= 1e-5, (variant, name, np.abs(batched - alone).max(1))
         assert np.abs(enc.embed(others[::-1] + targets[::-1])[::-1][: len(targets)] - alone).max() <= 1e-5
+
+
+@pytest.mark.skipif(importlib.util.find_spec("openvino") is None, reason="needs openvino (chunkforge[openvino])")
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="OpenVINO makes one stream on one core")
+def test_openvino_runs_a_batch_on_each_stream_with_the_vectors_of_one_at_a_time(model_cache: Path) -> None:
+    """On 2 threads OpenVINO's throughput hint makes 2 streams; batches run on both at once
+    and come back out of order, each to its own texts: the same vectors as one batch at a
+    time, for the pooled output, pre-tokenized input and the token states."""
+    chunks = [c.text for d in corpus()[:6] for c in RecursiveChunker(max_tokens=254).chunk(d["text"])][:60]
+    enc = Encoder.default("fp32", runtime="openvino", precision="fp32", max_batch_tokens=600, intra_op_threads=2)
+    assert enc._session.streams == 2 and len(enc.batches(chunks)) > 10
+    one_at_a_time = np.concatenate([enc.embed([chunks[i] for i in idx]) for idx in enc.batches(chunks)])
+    order = np.concatenate(enc.batches(chunks))
+    alone = np.empty_like(one_at_a_time)
+    alone[order] = one_at_a_time
+    assert np.abs(enc.embed(chunks) - alone).max() <= 1e-6
+    ids = [enc.tokenizer.encode_offsets(c).ids for c in chunks]
+    assert np.abs(enc.embed_token_ids(ids) - alone).max() <= 1e-6
+    states = enc.token_embeddings(chunks[:20])
+    for c, tokens in zip(chunks[:20], states):
+        assert np.abs(tokens.vectors - enc.token_embeddings([c])[0].vectors).max() <= 1e-5
+    padded = enc.tokenizer.encode_padded(chunks[:5], enc.max_length)[:2]
+    assert np.abs(enc.embed_padded(*padded) - alone[:5]).max() <= 1e-5  # one batch: its rows split
 
 
 @needs_bf16

