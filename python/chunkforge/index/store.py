@@ -428,10 +428,8 @@ def _sub_vectors(leaves: Any) -> int:
     return next(d for d in (dim // 8, dim // 4, dim // 2, 1) if d and dim % d == 0)
 
 
-def _cosines(
-    rows: pa.Table, vector: np.ndarray, known: Mapping[tuple[str, int], Any], int8: bool = False
-) -> dict[tuple[str, int], tuple[int, float]]:
-    """``(doc_id, leaf) -> (passage, cosine)`` of leaf rows not in ``known``, the cosines computed
+def _cosines(rows: pa.Table, vector: np.ndarray, int8: bool = False) -> dict[tuple[str, int], tuple[int, float]]:
+    """``(doc_id, leaf) -> (passage, cosine)`` of leaf rows, the cosines computed
     here to 6 decimals (one rule whichever search found a leaf: BLAS's last bit depends on a row's
     place in its block, and leaves of equal text must tie exactly); ``int8``: from the rows in
     int8, as the in-memory index rescores the leaves of its best BM25 parents."""
@@ -444,13 +442,8 @@ def _cosines(
     else:
         vectors = vectors.astype(np.float64)
         cos = np.round(vectors @ vector.astype(np.float64) / np.maximum(np.linalg.norm(vectors, axis=1), 1e-12), 6)
-    out = {}
-    for d, leaf, p, c in zip(
-        rows.column("doc_id").to_pylist(), rows.column("leaf").to_pylist(), rows.column("passage").to_pylist(), cos
-    ):
-        if (d, leaf) not in known:
-            out[(d, int(leaf))] = (int(p), float(c))
-    return out
+    columns = (rows.column(name).to_pylist() for name in ("doc_id", "leaf", "passage"))
+    return {(d, int(leaf)): (int(p), float(c)) for d, leaf, p, c in zip(*columns, cos)}
 
 
 class _Cached:
@@ -670,16 +663,24 @@ class StoreIndex:
         self, tables: dict[str, Any], query: str, vector: np.ndarray, k: int, predicate: str | None
     ) -> tuple[dict[tuple[str, int], tuple[int, float]], dict[tuple[str, int], float]]:
         """The ``k`` nearest leaves and the leaves of the best parents by BM25 (``(doc_id, leaf)
-        -> (passage, cosine)``), and the parents' BM25 scores; the nearest leaves and the
-        full-text query run at once."""
-        dense, bm25 = await asyncio.gather(
-            self._nearest(tables[LEAVES], vector, k, predicate), self._bm25(tables[PARENTS], query, predicate)
+        -> (passage, cosine)``), and the parents' BM25 scores. The nearest leaves run at once
+        with the full-text query and the leaves of its best parents: a second query scores only
+        parents outside the first one's ``_FTS_LIMIT`` best, so the ``BM25_POOL`` best are
+        known after the first."""
+
+        async def lexical() -> tuple[dict[tuple[str, int], float], dict[tuple[str, int], tuple[int, float]]]:
+            bm25 = await self._bm25(tables[PARENTS], query, predicate)
+            best = [parent for parent, _ in sorted(bm25.items(), key=lambda item: -item[1])[:BM25_POOL]]
+            return bm25, await self._leaves_of(tables[LEAVES], best, vector, predicate)
+
+        dense, (bm25, lexical_leaves) = await asyncio.gather(
+            self._nearest(tables[LEAVES], vector, k, predicate), lexical()
         )
         if len(bm25) == _FTS_LIMIT:  # more parents match: score the nearest leaves' parents too
             missing = {(d, passage) for (d, _), (passage, _) in dense.items()} - bm25.keys()
             bm25.update(await self._bm25(tables[PARENTS], query, predicate, among=missing))
-        best = sorted(bm25.items(), key=lambda item: -item[1])[:BM25_POOL]
-        dense.update(await self._leaves_of(tables[LEAVES], [p for p, _ in best], vector, predicate, dense))
+        for key, cos in lexical_leaves.items():
+            dense.setdefault(key, cos)  # a leaf both searches found keeps its nearest-search cosine
         return dense, bm25
 
     async def _nearest(
@@ -691,7 +692,7 @@ class StoreIndex:
         if predicate:
             search = search.where(predicate)  # before the search (LanceDB's default)
         rows = await search.select(["doc_id", "leaf", "passage", "vector", "_distance"]).to_arrow()
-        return _cosines(rows, vector, {})
+        return _cosines(rows, vector)
 
     async def _bm25(
         self, parents: Any, query: str, predicate: str | None, among: set[tuple[str, int]] | None = None
@@ -719,15 +720,14 @@ class StoreIndex:
         parents: list[tuple[str, int]],
         vector: np.ndarray,
         predicate: str | None,
-        known: dict[tuple[str, int], tuple[int, float]],
     ) -> dict[tuple[str, int], tuple[int, float]]:
-        """The leaves of ``parents`` not in ``known``, with their cosines (from int8, as in memory)."""
+        """The leaves of ``parents``, with their cosines (from int8, as in memory)."""
         if not parents:
             return {}
         keys = ", ".join(str(parent_key(d, p)) for d, p in parents)
         where = f"parent IN ({keys})" + (f" AND {predicate}" if predicate else "")
         query = leaves.query().where(where).select(["doc_id", "leaf", "passage", "vector"]).limit(1 << 20)
-        return _cosines(await query.to_arrow(), vector, known, int8=True)
+        return _cosines(await query.to_arrow(), vector, int8=True)
 
     def _hits(self, scored: list[tuple[tuple[str, int], float]]) -> list[Hit]:
         """Hits of ``((doc_id, leaf), score)``, their documents read into the cache."""
