@@ -268,6 +268,20 @@ def test_ann_index_finds_each_leaf(job, encoder, tmp_path, kind):
     assert found >= 0.9 * len(leaves[::53])
 
 
+def test_index_cache_holds_what_it_is_given(job, encoder, tmp_path):
+    """``index_cache_bytes`` bounds a query process's LanceDB index cache (IVF partitions,
+    posting lists); a cap too small to hold them costs reads, not answers."""
+    write_store(job / "vectors", tmp_path / "ann", ann_min_rows=256, ann_partitions=2)
+    roomy = Index.open(tmp_path / "ann", encoder)
+    tight = Index.open(tmp_path / "ann", encoder, index_cache_bytes=64 << 10)
+    for question in QUESTIONS:
+        assert spans(tight.query(question)) == spans(roomy.query(question))
+    # the sizes count the file metadata cache too (a few hundred KB here)
+    assert 2 * tight._session.size_bytes < roomy._session.size_bytes
+    with pytest.raises(ValueError, match="index_cache_bytes"):
+        Index.open(tmp_path / "ann", encoder, index_cache_bytes=-1)
+
+
 def test_ann_index_keeps_the_partitions_it_was_built_with(encoder, tmp_path):
     """The store's own ``optimize`` comes before the ANN index: LanceDB's optimize joins small
     IVF partitions (here 6 of about 300 leaves into 1), so an index built first would be left

@@ -85,9 +85,13 @@ partitions of 265 rows became 3), so ``sqrt(rows)`` partitions, smaller than thi
 rows, collapsed into a few large ones that every query scans whole."""
 CACHE_BYTES = 256 << 20
 """Text bytes of documents a query process keeps read (least recently used out)."""
+INDEX_CACHE_BYTES = 1 << 30
+"""Bytes of LanceDB's index cache in a query process (IVF partitions and full-text posting
+lists read; its own default is 6 GB), kept across reloads."""
 AnnIndex = Literal["IVF_PQ", "IVF_HNSW_SQ"]
 ANN_INDEXES: tuple[AnnIndex, ...] = ("IVF_PQ", "IVF_HNSW_SQ")
 _DELETE_KEYS = 256  # shard keys per delete statement
+_METADATA_CACHE_BYTES = 256 << 20  # LanceDB's file metadata cache (its default: 1 GB)
 _FTS_LIMIT = 4 * DENSE_POOL  # parents a full-text query returns (then those of the nearest leaves)
 _ADD_ROWS = 262144  # leaves (and their parents and documents) added per commit
 
@@ -109,9 +113,10 @@ def _run(query: Any) -> Any:
     return LOOP.run(query)  # type: ignore[no-untyped-call]
 
 
-async def _checked_out(uri: str, commit: dict[str, Any]) -> dict[str, Any]:
-    """The leaves, parents and docs tables (LanceDB's async tables) at a commit's versions."""
-    db = await _lancedb().connect_async(uri)
+async def _checked_out(uri: str, commit: dict[str, Any], session: Any) -> dict[str, Any]:
+    """The leaves, parents and docs tables (LanceDB's async tables) at a commit's versions,
+    their caches in ``session``."""
+    db = await _lancedb().connect_async(uri, session=session)
     tables = {}
     for name in (LEAVES, PARENTS, DOCS):
         tables[name] = await db.open_table(name)
@@ -470,6 +475,9 @@ class StoreIndex:
     """``search`` / ``expand`` / ``query`` over a LanceDB store written by :func:`write_store`,
     as :class:`~chunkforge.Index` serves them in memory (same fusion, same packing). Opened at the
     latest commit; :meth:`reload` moves to a newer one between queries. Safe to share between threads.
+    ``cache_bytes``: text of the documents kept read; ``index_cache_bytes``: LanceDB's cache of
+    the index parts read (together, what a query process holds beyond the encoder); ``nprobes``
+    and ``refine_factor``: the ANN search's.
 
     >>> index = StoreIndex("store.lancedb")  # doctest: +SKIP
     >>> index.query("how do I install it?", where={"acl": "public"}).render()  # doctest: +SKIP
@@ -481,6 +489,7 @@ class StoreIndex:
         encoder: Encoder | None = None,
         *,
         cache_bytes: int = CACHE_BYTES,
+        index_cache_bytes: int = INDEX_CACHE_BYTES,
         weights: tuple[float, float] = (1.0, 1.0),
         nprobes: int = 32,
         refine_factor: int = 4,
@@ -489,6 +498,10 @@ class StoreIndex:
         self._db = _lancedb().connect(self.uri)
         self._encoder = encoder
         self.cache_bytes = check_int("cache_bytes", cache_bytes, 0)
+        self.index_cache_bytes = check_int("index_cache_bytes", index_cache_bytes, 0)
+        self._session = _lancedb().Session(
+            index_cache_size_bytes=self.index_cache_bytes, metadata_cache_size_bytes=_METADATA_CACHE_BYTES
+        )
         self.weights = (float(weights[0]), float(weights[1]))
         self.nprobes, self.refine_factor = nprobes, refine_factor
         self._lock = threading.Lock()  # the cache and its expander
@@ -506,7 +519,7 @@ class StoreIndex:
         if commit is None or commit["version"] == self.version:
             return False
         settings = json.loads(commit["settings"])
-        tables = _run(_checked_out(self.uri, commit))
+        tables = _run(_checked_out(self.uri, commit, self._session))
         tree = settings["tree"]
         self.settings = TreeSettings.from_dict(tree)
         self.model = settings["model"]
