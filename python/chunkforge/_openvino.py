@@ -77,8 +77,8 @@ def cpu_has_bf16() -> bool:
 
 
 class OpenVinoRunner:
-    """One compiled model and an infer request per calling thread (requests are not
-    thread-safe; the compiled model is). ``threads``: OpenVINO's inference threads (None:
+    """One compiled model and a queue of infer requests, one a stream, per calling thread
+    (requests are not thread-safe; the compiled model is). ``threads``: OpenVINO's inference threads (None:
     its default, one per physical core); ``max_width``: batches are padded up to that many
     tokens at most (the encoder's ``max_length``: the graph has positions that far);
     ``hint``: OpenVINO's performance hint (``"THROUGHPUT"``: as many streams as it finds
