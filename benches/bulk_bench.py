@@ -35,7 +35,6 @@ import argparse
 import gzip
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -43,6 +42,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from peak_memory import peak_rss_mb
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "docs-corpus.jsonl.gz"
@@ -175,7 +176,7 @@ def run_variant(variant: str, docs: Path, work: Path, model_variant: str, shard_
     # CPU seconds of this process (all its threads); for "ray" the actors' CPU time is in
     # other processes and is not counted
     result["cpu_seconds"] = time.process_time() - cpu_started
-    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["peak_rss_mb"] = peak_rss_mb()
     return result
 
 

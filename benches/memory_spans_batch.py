@@ -15,11 +15,7 @@ import time
 from pathlib import Path
 
 import chunkforge
-
-
-def peak_rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) / 1024
+from peak_memory import peak_rss_mb
 
 
 def main() -> None:

@@ -97,8 +97,10 @@ def dataset(root: Path, leaves: int) -> int:
 
 
 QUERY = """
-import json, resource, sys, time
+import json, sys, time
 import numpy as np
+sys.path.insert(0, sys.argv[4])
+from peak_memory import peak_rss_mb
 from chunkforge.encoder import Encoder
 from chunkforge.index import Index
 questions = json.loads(sys.argv[2])
@@ -114,14 +116,13 @@ for _ in range(5):
         t = time.perf_counter()
         index.query(q)
         times.append(time.perf_counter() - t)
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"opened": opened, "p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)), "rss_mb": rss}))
+print(json.dumps({"opened": opened, "p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)), "rss_mb": peak_rss_mb()}))
 """
 
 
 def measure(path: Path, kind: str) -> dict[str, float]:
     out = subprocess.run(
-        [sys.executable, "-c", QUERY, str(path), json.dumps(QUESTIONS), kind],
+        [sys.executable, "-c", QUERY, str(path), json.dumps(QUESTIONS), kind, str(Path(__file__).resolve().parent)],
         capture_output=True,
         text=True,
         check=True,
