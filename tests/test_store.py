@@ -268,6 +268,21 @@ def test_ann_index_finds_each_leaf(job, encoder, tmp_path, kind):
     assert found >= 0.9 * len(leaves[::53])
 
 
+def test_document_cache_stays_within_cache_bytes(job, encoder):
+    """Documents read for a search are evicted, least recently used first, down to
+    ``cache_bytes`` (their resident size: text, tokens and trees; a search's own documents
+    stay while it runs); answers do not change."""
+    roomy = Index.open(job / "store.lancedb", encoder)
+    text = max(len(d["text"].encode("utf-8")) for d in records())
+    tight = Index.open(job / "store.lancedb", encoder, cache_bytes=3 * store_module.RESIDENT_PER_TEXT_BYTE * text)
+    for question in QUESTIONS + [d["text"][:200] for d in records()]:
+        hits = tight.search(question, k=2)
+        assert [h.id for h in hits] == [h.id for h in roomy.search(question, k=2)]
+        assert spans(tight.expand(hits, parent=True)) == spans(roomy.expand(roomy.search(question, k=2), parent=True))
+        assert tight._cached_bytes <= tight.cache_bytes
+    assert len(tight._cache) <= 3 < len(roomy._cache)
+
+
 def test_index_cache_holds_what_it_is_given(job, encoder, tmp_path):
     """``index_cache_bytes`` bounds a query process's LanceDB index cache (IVF partitions,
     posting lists); a cap too small to hold them costs reads, not answers."""
