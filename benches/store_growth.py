@@ -6,7 +6,10 @@ The documents are the shipped corpus's, repeated under new ids until the leaf co
 reached, cut into the index's trees natively (real trees, real text for BM25). The vectors
 come from a cheap deterministic stand-in (unit vectors drawn from a seed of each leaf's
 text), so that embedding does not dominate; the questions are embedded by the real model.
-Each query process is a fresh interpreter (its RSS is its own).
+Each query process is a fresh interpreter (its RSS is its own peak, ``VmHWM``). It answers
+the 6 questions 5 times (warm: their documents and index parts stay cached), then 300
+distinct questions of 5 corpus words each (cold: each reads its own documents and IVF
+partitions), and reports the p50 / p99 and the peak RSS of each phase.
 
     python benches/store_growth.py --leaves 100000 1000000 --out benches/results/store-growth.md
     python benches/store_growth.py --leaves 10000000 --no-memory
@@ -43,6 +46,15 @@ QUESTIONS = [
     "which sysfs attributes does the module expose?",
     "how do I enable tracing of function calls?",
 ]
+DISTINCT = 300
+
+
+def distinct_questions(n: int) -> list[str]:
+    """``n`` questions of 5 words each, drawn (seeded) from the words of the corpus."""
+    with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
+        words = sorted({w for line in f for w in json.loads(line)["text"].split() if w.isalpha() and len(w) > 4})
+    rng = np.random.default_rng(5)
+    return [" ".join(rng.choice(words, 5, replace=False)) for _ in range(n)]
 
 
 def dataset(root: Path, leaves: int) -> int:
@@ -116,13 +128,29 @@ for _ in range(5):
         t = time.perf_counter()
         index.query(q)
         times.append(time.perf_counter() - t)
-print(json.dumps({"opened": opened, "p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)), "rss_mb": peak_rss_mb()}))
+row = {"opened": opened, "p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)), "rss_mb": peak_rss_mb()}
+cold = []
+for q in json.loads(sys.argv[5]):
+    t = time.perf_counter()
+    index.query(q)
+    cold.append(time.perf_counter() - t)
+row.update(cold_p50=float(np.percentile(cold, 50)), cold_p99=float(np.percentile(cold, 99)), cold_rss_mb=peak_rss_mb())
+print(json.dumps(row))
 """
 
 
 def measure(path: Path, kind: str) -> dict[str, float]:
     out = subprocess.run(
-        [sys.executable, "-c", QUERY, str(path), json.dumps(QUESTIONS), kind, str(Path(__file__).resolve().parent)],
+        [
+            sys.executable,
+            "-c",
+            QUERY,
+            str(path),
+            json.dumps(QUESTIONS),
+            kind,
+            str(Path(__file__).resolve().parent),
+            json.dumps(distinct_questions(DISTINCT)),
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -169,22 +197,25 @@ def report(rows: list[dict], out: Path | None) -> None:
         "# The LanceDB store as the corpus grows",
         "",
         f"`python benches/store_growth.py`, {platform.machine()}, 2 cores; stand-in vectors (see the docstring); "
-        f"{len(QUESTIONS)} questions x 5, `query()` with the defaults (k 100, 1,000 tokens), each size in a fresh process.",
+        f"{len(QUESTIONS)} questions x 5 (warm), then {DISTINCT} distinct ones (cold), `query()` with the defaults "
+        "(k 100, 1,000 tokens), each size in a fresh process.",
         "",
-        "| leaves | write_store s | on disk MB | open s | query p50 ms | query p99 ms | query process RSS MB |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| leaves | write_store s | on disk MB | open s | warm p50 / p99 ms | warm RSS MB | cold p50 / p99 ms | cold RSS MB |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
         lines.append(
-            f"| {r['leaves']:,} | {r['write_s']:.1f} | {r['disk_mb']:.0f} | {r['opened']:.2f} | {1000 * r['p50']:.1f} | "
-            f"{1000 * r['p99']:.1f} | {r['rss_mb']:.0f} |"
+            f"| {r['leaves']:,} | {r['write_s']:.1f} | {r['disk_mb']:.0f} | {r['opened']:.2f} | "
+            f"{1000 * r['p50']:.1f} / {1000 * r['p99']:.1f} | {r['rss_mb']:.0f} | "
+            f"{1000 * r['cold_p50']:.1f} / {1000 * r['cold_p99']:.1f} | {r['cold_rss_mb']:.0f} |"
         )
     if "memory" in rows[0]:
         m = rows[0]["memory"]
         lines += [
             "",
             f"In-memory `Index.from_dataset` of the {rows[0]['leaves']:,}-leaf dataset: open {m['opened']:.1f} s, "
-            f"query p50 {1000 * m['p50']:.1f} ms, p99 {1000 * m['p99']:.1f} ms, RSS {m['rss_mb']:.0f} MB.",
+            f"warm p50 {1000 * m['p50']:.1f} / p99 {1000 * m['p99']:.1f} ms, RSS {m['rss_mb']:.0f} MB; "
+            f"cold p50 {1000 * m['cold_p50']:.1f} / p99 {1000 * m['cold_p99']:.1f} ms, RSS {m['cold_rss_mb']:.0f} MB.",
         ]
     text = "\n".join(lines) + "\n"
     print(text)
