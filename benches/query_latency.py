@@ -39,6 +39,7 @@ class RandomLeaves:
 
     def __init__(self, encoder: Encoder) -> None:
         self.encoder, self.tokenizer, self.dim = encoder, encoder.tokenizer, encoder.dim
+        self.max_length, self.special_token_counts = encoder.max_length, encoder.special_token_counts
         self.rng = np.random.default_rng(0)
 
     def embed(self, texts: list[str], show_progress: bool = False) -> np.ndarray:
