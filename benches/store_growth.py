@@ -120,21 +120,16 @@ encoder = Encoder.default("optimized")
 start = time.perf_counter()
 index = Index.from_dataset(sys.argv[1], encoder) if sys.argv[3] == "memory" else Index.open(sys.argv[1], encoder)
 opened = time.perf_counter() - start
-for q in questions:  # warm
-    index.query(q)
-times = []
-for _ in range(5):
-    for q in questions:
+def timed(asked):
+    times = []
+    for q in asked:
         t = time.perf_counter()
         index.query(q)
         times.append(time.perf_counter() - t)
-row = {"opened": opened, "p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99)), "rss_mb": peak_rss_mb()}
-cold = []
-for q in json.loads(sys.argv[5]):
-    t = time.perf_counter()
-    index.query(q)
-    cold.append(time.perf_counter() - t)
-row.update(cold_p50=float(np.percentile(cold, 50)), cold_p99=float(np.percentile(cold, 99)), cold_rss_mb=peak_rss_mb())
+    return float(np.percentile(times, 50)), float(np.percentile(times, 99)), peak_rss_mb()
+timed(questions)  # warm
+row = dict(zip(("p50", "p99", "rss_mb"), timed(5 * questions)), opened=opened)
+row.update(zip(("cold_p50", "cold_p99", "cold_rss_mb"), timed(json.loads(sys.argv[5]))))
 print(json.dumps(row))
 """
 
