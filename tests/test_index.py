@@ -405,6 +405,28 @@ def test_persistence_round_trip_add_delete(index, encoder, tmp_path):
     assert sorted(p.name for p in path.iterdir()) == ["CURRENT", (path / "CURRENT").read_text().strip()]
 
 
+def test_a_deleted_documents_slot_is_reused_in_insertion_order(encoder, tmp_path):
+    """The native store gives a deleted document's slot to the next one added (its size stays
+    that of the documents held); ids, order and answers are those of the documents as added."""
+    texts = ["Cats purr when they are happy.", "Dogs bark at the postman.", "Owls hunt at night."]
+    index = Index.build(texts, encoder)
+    index.delete("doc-0")
+    index.add(["Bees make honey in the hive.", "Frogs sing after the rain."])
+    assert index.doc_ids == ["doc-1", "doc-2", "doc-3", "doc-4"]
+    assert sorted(index._slot_of.values()) == [0, 1, 2, 3]  # doc-3 took doc-0's slot
+    for question, doc_id, text in [
+        ("honey bees", "doc-3", "Bees make honey in the hive."),
+        ("postman", "doc-1", texts[1]),
+    ]:
+        (hit,) = index.search(question, k=1)
+        assert (hit.doc_id, hit.text, index.document(doc_id)) == (doc_id, text, text)
+        assert index.expand([hit]).passages[0].text == text
+    index.save(tmp_path / "idx")
+    loaded = Index.load(tmp_path / "idx", encoder)
+    assert loaded.doc_ids == index.doc_ids
+    assert [h.id for h in loaded.search("frogs", k=5)] == [h.id for h in index.search("frogs", k=5)]
+
+
 def test_bad_and_corrupt_stores(index, tmp_path):
     with pytest.raises(FileNotFoundError, match="no index folder"):
         Index.load(tmp_path / "missing")

@@ -217,7 +217,8 @@ class Expander(Generic[_T, _P, _Q]):
         """Adds saved trees (``nodes`` ``(m, 4)`` without levels, ``sentences`` ``(n, 3)``);
         returns their slots."""
     def remove(self, slot: int) -> None:
-        """Removes the document in ``slot``; its labels become free.
+        """Removes the document in ``slot``; its labels and its slot become free (the next
+        document added takes the slot).
 
         Raises:
             NotInIndexError: no document is in ``slot``."""

@@ -445,8 +445,15 @@ mod tests {
         Tokenizer::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
     }
 
-    /// "A0. A1. A2. A3." in one section; a root node with two parents of two leaves each.
+    /// "A0. A1. A2. A3." in one section, its leaves labelled 10 to 13 (see [`doc`]).
     pub(super) fn store(tk: &Tokenizer) -> Store {
+        let mut store = Store::default();
+        store.add(doc(tk), &[10, 11, 12, 13]).unwrap();
+        store
+    }
+
+    /// "A0. A1. A2. A3." in one section; a root node with two parents of two leaves each.
+    pub(super) fn doc(tk: &Tokenizer) -> Doc {
         let text = "Alpha zero. Alpha one. Alpha two. Alpha three.";
         let mut sentences = vec![];
         let mut s = 0;
@@ -465,10 +472,7 @@ mod tests {
             (sp(2).0, sp(2).1, 2, 0),
             (sp(3).0, sp(3).1, 2, 0),
         ];
-        let doc = Doc::new(tk, DocInput { text, sentences, nodes, leaves: vec![3, 4, 5, 6], headings: vec![vec![], vec![]] }, None).unwrap();
-        let mut store = Store::default();
-        store.add(doc, &[10, 11, 12, 13]).unwrap();
-        store
+        Doc::new(tk, DocInput { text, sentences, nodes, leaves: vec![3, 4, 5, 6], headings: vec![vec![], vec![]] }, None).unwrap()
     }
 
     #[test]

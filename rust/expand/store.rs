@@ -55,13 +55,18 @@ const FREE: LeafRef = LeafRef {
 /// All documents of an index, and the map from leaf labels to leaves.
 #[derive(Default)]
 pub struct Store {
-    docs: Vec<Option<Doc>>,
+    /// Per slot: a document and its leaves' labels; None for a free slot.
+    docs: Vec<Option<(Doc, Box<[u64]>)>>,
+    /// Free slots, the next one to fill last.
+    free: Vec<u32>,
     /// The leaf of each label; [`FREE`] for a free label.
     labels: Vec<LeafRef>,
 }
 
 impl Store {
-    /// Adds a document whose leaves get `labels`; returns its slot.
+    /// Adds a document whose leaves get `labels`; returns its slot (a free one
+    /// when a removed document left one, so that the slots stay as many as the
+    /// documents held at once).
     pub fn add(&mut self, doc: Doc, labels: &[u64]) -> Result<usize> {
         if labels.len() != doc.leaves.len() {
             return Err(input!("{} labels for {} leaves", labels.len(), doc.leaves.len()));
@@ -71,7 +76,7 @@ impl Store {
                 return Err(input!("label {l} is already in use"));
             }
         }
-        let slot = self.docs.len() as u32;
+        let slot = self.free.last().copied().unwrap_or(self.docs.len() as u32);
         for (i, &l) in labels.iter().enumerate() {
             let l = l as usize;
             if l >= self.labels.len() {
@@ -87,18 +92,24 @@ impl Store {
             let sentences = doc.leaf_sentences[i];
             self.labels[l] = LeafRef { slot, node, parent, section, start, end, words, cum, sentences, tokens, margins };
         }
-        self.docs.push(Some(doc));
+        let entry = Some((doc, labels.into()));
+        if self.free.pop().is_some() {
+            self.docs[slot as usize] = entry;
+        } else {
+            self.docs.push(entry);
+        }
         Ok(slot as usize)
     }
 
-    /// Removes the document in `slot` and frees its labels.
+    /// Removes the document in `slot` and frees its labels and the slot.
     pub fn remove(&mut self, slot: usize) -> Result<()> {
         match self.docs.get_mut(slot).and_then(Option::take) {
             None => Err(Error::NotInIndex(format!("no document in slot {slot}"))),
-            Some(_) => {
-                for entry in self.labels.iter_mut().filter(|e| e.slot == slot as u32) {
-                    *entry = FREE;
+            Some((_, labels)) => {
+                for &l in labels.iter() {
+                    self.labels[l as usize] = FREE;
                 }
+                self.free.push(slot as u32);
                 Ok(())
             }
         }
@@ -106,12 +117,12 @@ impl Store {
 
     /// The document in `slot`.
     pub fn doc(&self, slot: usize) -> Option<&Doc> {
-        self.docs.get(slot).and_then(Option::as_ref)
+        self.docs.get(slot).and_then(Option::as_ref).map(|(doc, _)| doc)
     }
 
     /// The document in `slot`, which a unit's or a passage's slot always holds.
     pub(super) fn doc_of(&self, slot: u32) -> &Doc {
-        self.docs[slot as usize].as_ref().unwrap()
+        &self.docs[slot as usize].as_ref().unwrap().0
     }
 
     /// The leaf of `label`, [`FREE`] (its slot [`NONE`]) for a free label.
@@ -122,5 +133,27 @@ impl Store {
     /// `(slot, start, end, section)` of the leaf with `label`, None for a free label.
     pub fn leaf(&self, label: u64) -> Option<(u32, u32, u32, u32)> {
         self.labels.get(label as usize).filter(|r| r.slot != NONE).map(|r| (r.slot, r.start, r.end, r.section))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{doc, tokenizer};
+    use super::*;
+
+    #[test]
+    fn a_removed_documents_labels_and_slot_are_free_for_the_next() {
+        let tk = tokenizer();
+        let mut store = Store::default();
+        assert_eq!(store.add(doc(&tk), &[0, 1, 2, 3]).unwrap(), 0);
+        assert_eq!(store.add(doc(&tk), &[4, 5, 6, 7]).unwrap(), 1);
+        store.remove(0).unwrap();
+        assert!((0..4).all(|l| store.leaf(l).is_none()) && store.leaf(4).is_some_and(|leaf| leaf.0 == 1));
+        assert!(matches!(store.remove(0), Err(Error::NotInIndex(_))));
+        // the free slot goes to the next document, with labels old or new
+        assert_eq!(store.add(doc(&tk), &[2, 3, 8, 9]).unwrap(), 0);
+        assert_eq!(store.add(doc(&tk), &[0, 1, 10, 11]).unwrap(), 2);
+        assert_eq!([2, 8, 0, 4].map(|l| store.leaf(l).unwrap().0), [0, 0, 2, 1]);
+        assert!(store.add(doc(&tk), &[12, 13, 14, 5]).is_err()); // label 5 is slot 1's
     }
 }

@@ -186,8 +186,11 @@ impl Expander {
         let mut slots = vec![];
         for (i, ((doc, l), py_doc)) in docs.into_iter().zip(labels).zip(py_docs).enumerate() {
             let slot = held.store.add(doc, l).map_err(|e| e.at(format_args!("document {i}")))?;
-            debug_assert_eq!(slot, held.py_docs.len());
-            held.py_docs.push(Some(py_doc));
+            if slot == held.py_docs.len() {
+                held.py_docs.push(Some(py_doc));
+            } else {
+                held.py_docs[slot] = Some(py_doc);
+            }
             slots.push(slot);
         }
         Ok(slots)
@@ -314,7 +317,7 @@ impl Expander {
         self.add(py, docs, &labels, doc_ids, texts)
     }
 
-    /// Removes the document in `slot`; its labels become free.
+    /// Removes the document in `slot`; its labels and its slot become free.
     fn remove(&self, py: Python<'_>, slot: usize) -> PyResult<()> {
         let removed = {
             let mut docs = self.write(py);

@@ -165,8 +165,9 @@ class Index:
         self._encoder_config: dict[str, Any] | None = None
         self.tokenizer = encoder.tokenizer if encoder is not None else Tokenizer.default()
         self._dim = encoder.dim if encoder is not None else None
-        self._docs: list[_Doc | None] = []
-        self._slot_of: dict[str, int] = {}
+        self._docs: list[_Doc | None] = []  # by native slot (a deleted document's is reused)
+        self._slot_of: dict[str, int] = {}  # in insertion order
+        self._added = 0  # documents ever added (the next default id's number)
         self._label_slot = np.zeros(0, np.int64)
         self._next_label = 0
         self._graph: Graph | None = None
@@ -222,7 +223,11 @@ class Index:
     @reads
     def doc_ids(self) -> list[str]:
         """Ids of the documents, in insertion order."""
-        return [d.doc_id for d in self._docs if d is not None]
+        return list(self._slot_of)
+
+    def _in_order(self) -> list[_Doc]:
+        """The documents, in insertion order."""
+        return [self._docs[slot] for slot in self._slot_of.values()]  # type: ignore[misc]
 
     @property
     @reads
@@ -256,8 +261,8 @@ class Index:
         >>> [h.text for h in index.leaves("a.md")]  # doctest: +SKIP
         ['# Cats', 'Cats purr.', 'They sleep a lot.']
         """
-        docs = self._docs if doc_id is None else [self._doc(doc_id)]
-        labels = [label for doc in docs if doc is not None for label in doc.labels.tolist()]
+        docs = self._in_order() if doc_id is None else [self._doc(doc_id)]
+        labels = [label for doc in docs for label in doc.labels.tolist()]
         return self._hits(labels, [score] * len(labels))
 
     def add(self, docs: Iterable[str | Mapping[str, Any]], show_progress: bool | None = False) -> None:
@@ -370,7 +375,7 @@ class Index:
             text = doc.get("text")
             if not isinstance(text, str):
                 raise TypeError(f"docs[{i}]['text'] must be a str, not {type(text).__name__}")
-            doc_id = doc.get("id", f"doc-{len(self._docs) + i}")
+            doc_id = doc.get("id", f"doc-{self._added + i}")
             source = doc.get("source", "")
             if not isinstance(doc_id, str) or not isinstance(source, str):
                 raise TypeError(f"docs[{i}]: 'id' and 'source' must be str")
@@ -404,13 +409,17 @@ class Index:
                 [self._label_passage, np.full(top - len(self._label_passage), -1, np.int64)]
             )
         for slot, tree, doc_labels in zip(slots, trees, labels):
-            if slot != len(self._docs):
+            if slot > len(self._docs) or (slot < len(self._docs) and self._docs[slot] is not None):
                 raise CorruptIndexError(f"document {tree.doc_id!r}: the native store is out of step (slot {slot})")
             title = title_of(tree.metadata) if self.search_prefix else None
             texts = passage_texts(tree.text, tree.parents, tree.parent_sections, tree.headings, title)
             ids = np.asarray(self._bm25.add(texts), np.int64)
             doc = _Doc(tree.doc_id, tree.source, tree.text, doc_labels, ids[tree.leaf_parent], tree.metadata)
-            self._docs.append(doc)
+            if slot == len(self._docs):
+                self._docs.append(doc)
+            else:
+                self._docs[slot] = doc
+            self._added += 1
             self._with_metadata |= bool(doc.metadata)
             self._slot_of[doc.doc_id] = slot
             self._leaves += len(doc_labels)
@@ -756,8 +765,7 @@ class Index:
                 shutil.rmtree(root / old, ignore_errors=True)
 
     def _write(self, folder: Path) -> None:
-        slots = [slot for slot, d in enumerate(self._docs) if d is not None]
-        docs = [d for d in self._docs if d is not None]
+        slots, docs = list(self._slot_of.values()), self._in_order()
         trees = [self._expander.tree(slot) for slot in slots]  # nodes, leaves, sentences, headings
         pq.write_table(
             pa.table(
