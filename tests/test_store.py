@@ -280,6 +280,8 @@ def test_document_cache_stays_within_cache_bytes(job, encoder):
         assert [h.id for h in hits] == [h.id for h in roomy.search(question, k=2)]
         assert spans(tight.expand(hits, parent=True)) == spans(roomy.expand(roomy.search(question, k=2), parent=True))
         assert tight._cached_bytes <= tight.cache_bytes
+        # the expander's slots are reused: as many as held at once (3, and a search's 2 new ones)
+        assert max(entry.slot for entry in tight._cache.values()) < 5
     assert len(tight._cache) <= 3 < len(roomy._cache)
 
 

@@ -572,8 +572,7 @@ class StoreIndex:
             table = self._tables[DOCS]
             ids = ", ".join("'" + d.replace("'", "''") + "'" for d in missing)
             rows = _run(table.query().where(f"doc_id IN ({ids})").limit(len(missing) + 1).to_arrow())
-            for doc in read_docs(rows, f"{self.uri}/{DOCS}"):
-                self._insert(doc)
+            self._insert(read_docs(rows, f"{self.uri}/{DOCS}"))
         for d in wanted:
             if d not in self._cache:
                 raise KeyError(f"no document {d!r} in the store")
@@ -582,19 +581,31 @@ class StoreIndex:
         self._evict(keep=set(wanted))
         return found
 
-    def _insert(self, doc: SavedDoc) -> None:
-        n = len(doc.tree.leaves)
-        take = min(n, len(self._free))
-        labels = self._free[len(self._free) - take :] + list(range(self._next_label, self._next_label + n - take))
-        del self._free[len(self._free) - take :]
-        self._next_label += n - take
-        t = doc.tree
-        (slot,) = self._expander.add_docs(
-            [doc.text], [t.sentences], [t.nodes[:, :4]], [t.leaves.tolist()], [labels], [doc.doc_id], [t.headings]
+    def _insert(self, docs: list[SavedDoc]) -> None:
+        """Puts ``docs`` into the expander (in one call: tokenized in parallel) and the cache."""
+        labels = []
+        for doc in docs:
+            n = len(doc.tree.leaves)
+            take = min(n, len(self._free))
+            labels.append(
+                self._free[len(self._free) - take :] + list(range(self._next_label, self._next_label + n - take))
+            )
+            del self._free[len(self._free) - take :]
+            self._next_label += n - take
+        trees = [doc.tree for doc in docs]
+        slots = self._expander.add_docs(
+            [doc.text for doc in docs],
+            [t.sentences for t in trees],
+            [t.nodes[:, :4] for t in trees],
+            [t.leaves.tolist() for t in trees],
+            labels,
+            [doc.doc_id for doc in docs],
+            [t.headings for t in trees],
         )
-        entry = _Cached(slot, np.asarray(labels, np.int64), doc)
-        self._cache[doc.doc_id] = entry
-        self._cached_bytes += entry.size
+        for slot, doc_labels, doc in zip(slots, labels, docs):
+            entry = _Cached(slot, np.asarray(doc_labels, np.int64), doc)
+            self._cache[doc.doc_id] = entry
+            self._cached_bytes += entry.size
 
     def _evict(self, keep: set[str]) -> None:
         while self._cached_bytes > self.cache_bytes and len(self._cache) > len(keep):

@@ -291,18 +291,32 @@ class SavedDoc(NamedTuple):
 
 def read_docs(table: pa.Table, where: str) -> list[SavedDoc]:
     """The documents of a docs table; ``where`` names it in errors (ValueError)."""
-    cols = table.to_pydict()
+    cols = {name: table.column(name).to_pylist() for name in ("doc_id", "text", "headings", "metadata")}
+    lists = {name: _int_lists(table, name) for name in ("nodes", "leaves", "sentences")}
     out = []
     for i, doc_id in enumerate(cols["doc_id"]):
         try:
-            nodes = np.asarray(cols["nodes"][i], np.int64).reshape(-1, 5)
-            sentences = np.asarray(cols["sentences"][i], np.int64).reshape(-1, 3)
+            nodes, leaves, sentences = (lists[name][i] for name in ("nodes", "leaves", "sentences"))
+            if nodes is None or leaves is None or sentences is None:
+                raise ValueError("a null tree column")
             headings = [list(h) for h in json.loads(cols["headings"][i])]
             metadata = json.loads(cols["metadata"][i])
+            tree = DocumentTree(nodes.reshape(-1, 5), leaves, sentences.reshape(-1, 3), headings)
         except (ValueError, TypeError) as exc:
             raise ValueError(f"{where}: document {doc_id!r}: bad tree ({exc})") from exc
         if not isinstance(metadata, dict):
             raise ValueError(f"{where}: document {doc_id!r}: metadata is not a JSON object")
-        tree = DocumentTree(nodes, np.asarray(cols["leaves"][i], np.int64), sentences, headings)
         out.append(SavedDoc(doc_id, cols["text"][i], metadata, tree))
     return out
+
+
+def _int_lists(table: pa.Table, name: str) -> list[np.ndarray | None]:
+    """Each row of a list-of-integers column as an int64 array (views of one array; None for a null)."""
+    column = table.column(name).combine_chunks()
+    values = np.asarray(column.flatten().to_numpy(zero_copy_only=False), np.int64)
+    offsets = column.offsets.to_numpy()
+    offsets = offsets - offsets[0]
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+    return [
+        values[a:b] if ok else None for a, b, ok in zip(offsets[:-1].tolist(), offsets[1:].tolist(), valid.tolist())
+    ]
