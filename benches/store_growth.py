@@ -12,7 +12,10 @@ distinct questions of 5 corpus words each (cold: each reads its own documents an
 partitions), and reports the p50 / p99 and the peak RSS of each phase.
 
     python benches/store_growth.py --leaves 100000 1000000 --out benches/results/store-growth.md
-    python benches/store_growth.py --leaves 10000000 --no-memory
+    python benches/store_growth.py --leaves 10000000 --no-memory --workdir /big/disk
+
+With ``--workdir`` the datasets and stores are kept there, and a size whose store is already
+there is measured again without being written (its write time is the one recorded then).
 """
 
 from __future__ import annotations
@@ -166,24 +169,26 @@ def main() -> None:
     parser.add_argument(
         "--no-memory", action="store_true", help="no in-memory index of the first size (10M leaves need ~40 GB)"
     )
+    parser.add_argument("--workdir", type=Path, help="keep the datasets and stores here (and reuse them)")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        work = args.workdir or Path(tmp)
         for i, leaves in enumerate(args.leaves):
-            root = Path(tmp) / f"d{leaves}"
-            n = dataset(root, leaves)
-            t = time.perf_counter()
-            write_store(root, Path(tmp) / f"s{leaves}")
-            written = time.perf_counter() - t
-            store = measure(Path(tmp) / f"s{leaves}", "store")
-            row = {"leaves": n, "write_s": written, "disk_mb": size_mb(Path(tmp) / f"s{leaves}"), **store}
+            root, store, written_file = work / f"d{leaves}", work / f"s{leaves}", work / f"s{leaves}.json"
+            if not written_file.exists():
+                shutil.rmtree(root, ignore_errors=True)
+                shutil.rmtree(store, ignore_errors=True)
+                n = dataset(root, leaves)
+                t = time.perf_counter()
+                write_store(root, store)
+                written_file.write_text(json.dumps({"leaves": n, "write_s": time.perf_counter() - t}))
+            row = {**json.loads(written_file.read_text()), "disk_mb": size_mb(store), **measure(store, "store")}
             if i == 0 and not args.no_memory:
                 row["memory"] = measure(root, "memory")
             rows.append(row)
             print(json.dumps(row), flush=True)
             report(rows, args.out)  # after each size: a run stopped early keeps what it measured
-            shutil.rmtree(root)
-            shutil.rmtree(Path(tmp) / f"s{leaves}")
 
 
 def report(rows: list[dict], out: Path | None) -> None:
