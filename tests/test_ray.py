@@ -133,3 +133,22 @@ def test_embed_documents_gives_the_local_rows(cluster, job) -> None:
     assert rows.select(ROW_COLUMNS).to_pylist() == expected.select(ROW_COLUMNS).to_pylist()
     # embedded in other batches than the local shards: equal up to float rounding
     np.testing.assert_allclose(vectors(rows), vectors(expected), atol=1e-6)
+
+
+def test_index_job_on_ray_writes_the_local_job_s_shards(cluster, tmp_path: Path) -> None:
+    """``embed-docs --index --ray``: the leaves with their vectors and every document's tree,
+    text and metadata are the local job's, byte for byte (the manifests' SHA-256 of each file)."""
+    records = [{**d, "acl": "staff" if i % 3 == 0 else "public"} for i, d in enumerate(small_docs())]
+    docs = write_jsonl(tmp_path / "docs.jsonl", records)
+    manifests = []
+    for out, extra in ((tmp_path / "local", ()), (tmp_path / "ray", ("--ray", cluster.address))):
+        args = ["embed-docs", str(docs), "--out", str(out), "--index", "--shard-docs", "4", "--on-overflow", "error"]
+        done = subprocess.run([sys.executable, "-m", "chunkforge", *args, *extra], capture_output=True, timeout=600)
+        assert done.returncode == 0, done.stderr.decode()[-3000:]
+        manifests.append(bulk.read_manifest(out))
+    local, on_ray = manifests
+    assert local["units"] == on_ray["units"] == "tree"
+    assert len(local["shards"]) > 1 and all(s["file_sha256"] and s["trees_sha256"] for s in local["shards"])
+    assert on_ray["shards"] == local["shards"]
+    doc_ids = bulk.read_dataset(tmp_path / "ray", columns=["doc_id"]).column("doc_id").unique().to_pylist()
+    assert doc_ids == [r["id"] for r in records]
