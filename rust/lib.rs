@@ -14,7 +14,7 @@ macro_rules! modules {
         mod $m;
     )*};
 }
-modules!(encode, error, expand, metrics, late, pretokenize, segment, sizer, spans, structure, split, threads, tokenizer, tree);
+modules!(cpu, encode, error, expand, metrics, late, pretokenize, segment, sizer, spans, structure, split, threads, tokenizer, tree);
 
 mod py;
 
@@ -30,6 +30,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py::split_sentences, m)?)?;
     m.add_function(wrap_pyfunction!(py::node_id, m)?)?;
     m.add_function(wrap_pyfunction!(py::py_max_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(py::int8_weights_exact, m)?)?;
     m.add_function(wrap_pyfunction!(py::span_overlaps, m)?)?;
     m.add_function(wrap_pyfunction!(py::late_windows, m)?)?;
     m.add_function(wrap_pyfunction!(py::late_pool, m)?)?;

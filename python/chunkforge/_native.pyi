@@ -32,6 +32,7 @@ __all__ = [
     "Expander",
     "SpanCounter",
     "Tokenizer",
+    "int8_weights_exact",
     "late_pool",
     "late_windows",
     "max_threads",
@@ -130,6 +131,10 @@ class SpanCounter:
         """:meth:`count` of many spans."""
     def __len__(self) -> int:
         """The length of the text in code points (its ``len``), the end of its last span."""
+
+def int8_weights_exact() -> bool:
+    """Whether ONNX Runtime multiplies uint8 activations by int8 weights exactly on this CPU
+    (on x86 only with AVX512-VNNI or AVX-VNNI; elsewhere its 16-bit pair sums saturate)."""
 
 def max_threads() -> int:
     """The largest ``threads`` value accepted: 4 x the cores (``threads=None`` uses the cores)."""

@@ -4,6 +4,7 @@
 
 mod chunker;
 mod convert;
+mod cpu;
 mod errors;
 mod expander;
 mod late;
@@ -15,6 +16,7 @@ mod tokenizer;
 mod tree;
 
 pub use chunker::Chunker;
+pub use cpu::int8_weights_exact;
 pub use expander::Expander;
 pub use late::{late_pool, late_windows};
 pub use metrics::span_overlaps;
