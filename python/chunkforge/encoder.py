@@ -736,7 +736,7 @@ def auto_variant(providers: Sequence[str] | None = None) -> str:
     (``benches/results/embed-cpu.md``): ``"optimized"`` on a GPU (ONNX Runtime with CUDA in
     ``providers``, default :func:`default_providers`), else ``"bf16"`` where OpenVINO is
     installed and the CPU computes in bf16, else ``"optimized"`` (int8 is faster on CPUs
-    without bf16 but drifts to cosine 0.994).
+    with VNNI and without bf16 but drifts to cosine 0.994; without VNNI it is no faster).
 
     >>> auto_variant()  # doctest: +SKIP
     'bf16'
