@@ -8,8 +8,8 @@ The dataset and store are those ``store_growth.py --workdir DIR`` writes (``DIR/
 documents cached) and then distinct questions (cold); the phases are timed by wrapping the
 store's own calls.
 
-    python benches/store_growth.py --leaves 100000 --workdir /tmp/sg
-    python benches/store_stages.py /tmp/sg 100000
+    python benches/store_growth.py --leaves 100000 --workdir DIR
+    python benches/store_stages.py DIR 100000
 """
 
 from __future__ import annotations

