@@ -65,6 +65,8 @@ MODULES = [
     "chunkforge.serve.models",
     "chunkforge._config",
     "chunkforge.integrations.langchain",
+    "chunkforge.integrations",
+    "chunkforge._progress",
 ]
 
 

@@ -446,3 +446,74 @@ def test_llamaindex_expander_sends_big_after_a_vector_store_retriever(encoder):
         expander.postprocess_nodes([NodeWithScore(node=TextNode(text="x"), score=1.0)])
     with pytest.raises(TypeError, match="index must be a chunkforge Index"):
         ChunkforgeExpander("http://127.0.0.1:8000")
+
+
+# issue 42, item 15: each framework's parameters, as its users pass them ------------------------
+
+
+def test_llamaindex_node_parser_takes_chunk_size_and_refuses_unknown_options():
+    pytest.importorskip("llama_index.core")
+    from llama_index.core import Document
+
+    from chunkforge.integrations.llamaindex import ChunkforgeEmbedding, ChunkforgeNodeParser
+
+    parser = ChunkforgeNodeParser(chunk_size=40, chunk_overlap=8)  # was ignored: 254-token nodes
+    assert (parser.chunk_size, parser.chunk_overlap) == (40, 8)
+    expected = RecursiveChunker(chunkforge.Tokenizer.default_model(), max_tokens=40, overlap=8).chunk(LONG)
+    nodes = parser.get_nodes_from_documents([Document(text=LONG)])
+    assert [(n.text, n.start_char_idx) for n in nodes] == [(c.text, c.start) for c in expected]
+    assert max(n.metadata["token_count"] for n in nodes) <= 40
+    resized = ChunkforgeNodeParser(MarkdownChunker(max_tokens=300), chunk_size=60, include_metadata=False)
+    assert isinstance(resized.chunker, MarkdownChunker) and resized.chunker.max_tokens == 60
+    assert ChunkforgeNodeParser.from_dict(parser.to_dict()).chunker.max_tokens == 40
+    with pytest.raises(ValueError, match="chunk_overlap"):
+        ChunkforgeNodeParser(chunkforge.SentenceChunker(max_tokens=64), chunk_overlap=8)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus_option'"):
+        ChunkforgeNodeParser(bogus_option=3)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'chunksize'"):
+        ChunkforgeNodeParser(chunksize=100)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus_option'"):
+        ChunkforgeEmbedding(bogus_option=3)  # refused before any model is loaded
+    with pytest.warns(UserWarning, match="window is 254 tokens") as caught:
+        ChunkforgeNodeParser(chunk_size=1000)
+    assert caught[0].filename == __file__  # points at the caller's line
+
+
+def test_langchain_chunk_size_past_the_window_warns():
+    pytest.importorskip("langchain_text_splitters")
+    import warnings
+
+    from chunkforge.integrations.langchain import ChunkforgeTextSplitter
+
+    with pytest.warns(UserWarning, match=r"chunk_size=1000 counts tokens .* window is 254 tokens") as caught:
+        splitter = ChunkforgeTextSplitter(chunk_size=1000)  # a LangChain user's "1,000 characters"
+    assert caught[0].filename == __file__ and "length_function=len" in str(caught[0].message)
+    assert max(c.token_count for c in splitter.chunks(LONG)) > 254  # what the warning is about: tokens kept
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ChunkforgeTextSplitter(chunk_size=254)
+        ChunkforgeTextSplitter(chunk_size=1000, length_function=len)  # characters: asked for
+        ChunkforgeTextSplitter(RecursiveChunker(chunkforge.Tokenizer.default(), max_tokens=512), chunk_size=1000)
+
+
+def test_haystack_pipeline_with_a_served_retriever_dumps_and_loads(encoder):
+    pytest.importorskip("haystack")
+    pytest.importorskip("httpx")
+    from haystack import Pipeline
+    from haystack.core.errors import SerializationError
+
+    from chunkforge.index import Index
+    from chunkforge.integrations.haystack import ChunkforgeRetriever
+
+    pipeline = Pipeline()
+    pipeline.add_component("retriever", ChunkforgeRetriever("http://127.0.0.1:8000/", k=7, expansion={"window": 1}))
+    loaded = Pipeline.loads(pipeline.dumps(), allowed_modules=["chunkforge.integrations.haystack"])
+    retriever = loaded.get_component("retriever")
+    assert (retriever.index.url, retriever.k, retriever.expansion) == ("http://127.0.0.1:8000", 7, {"window": 1})
+    assert loaded.to_dict() == pipeline.to_dict()
+    in_process = Pipeline()
+    in_process.add_component(
+        "retriever", ChunkforgeRetriever(Index.build([{"id": "a", "text": "Cats purr."}], encoder))
+    )
+    with pytest.raises(SerializationError, match=r"in-process Index cannot be saved .*chunkforge serve"):
+        in_process.dumps()

@@ -61,7 +61,7 @@ def run(
     lancedb: str | os.PathLike[str] | None = None,
     ray: str | None = None,
     ray_actors: int | None = None,
-    progress: bool | None = None,
+    progress: bool | str | None = None,
     **options: Any,
 ) -> JobSummary:
     """Chunks and embeds every document of ``inputs`` into the dataset folder ``out``
@@ -77,7 +77,8 @@ def run(
     :mod:`chunkforge.index.store`). ``ray``: run the chunking and embedding on the Ray
     cluster at that address (``"auto"``, ``"local"`` for a new local one, ``"ray://..."``) with
     ``ray_actors`` actors; ``out`` must then be on storage every node sees.
-    ``progress``: show a bar (default: when stderr is a terminal).
+    ``progress``: show a bar (default: when stderr is a terminal); ``"log"``: a bar on a
+    terminal, else a plain progress line on stderr every 30 s (what ``embed-docs`` passes).
 
     >>> s = run(["docs/"], "vectors", max_tokens=128, with_text=True)  # doctest: +SKIP
     >>> s.rows == read_dataset("vectors").num_rows  # doctest: +SKIP
@@ -160,7 +161,7 @@ def run_locked(
     lancedb: str | os.PathLike[str] | None,
     ray: str | None,
     ray_actors: int | None,
-    progress: bool | None,
+    progress: bool | str | None,
 ) -> JobSummary:
     """:func:`run` once the dataset folder is held."""
     started = time.perf_counter()
@@ -177,9 +178,9 @@ def run_locked(
     settings = json.dumps([FORMAT, vectors, chunker, spec.with_text, spec.id_column, spec.text_column, spec.shard_docs])
     summary = JobSummary(out=str(root))
     shards: list[dict[str, Any]] = []
-    show = sys.stderr.isatty() if progress is None else progress
-    with Progress(show, summary) as bar:
-        if show:
+    show = sys.stderr.isatty() if progress is None or progress == "log" else bool(progress)
+    with Progress(progress if progress == "log" else show, summary) as bar:
+        if show or progress == "log":
             threading.Thread(target=count_for_eta, args=(bar, paths, spec), daemon=True).start()
         known = recorded_hashes(root)
         planned = plan(paths, spec, settings, root, known)

@@ -10,12 +10,12 @@ counts at a time.
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
+from .._progress import ProgressLines, job_progress
 from .shards import ShardStats
 
 
@@ -46,15 +46,17 @@ class JobSummary:
 
 @dataclass
 class Progress:
-    """The progress bar: documents (with an ETA once they are counted), tokens/s, chunks."""
+    """The progress bar: documents (with an ETA once they are counted), tokens/s, chunks.
+    ``show`` as for :func:`chunkforge._progress.job_progress` (``"log"``: off a terminal, a
+    plain line every 30 s)."""
 
-    show: bool
+    show: bool | str | None
     summary: JobSummary
     started: float = field(default_factory=time.perf_counter)
-    bar: tqdm | None = None
+    bar: tqdm | ProgressLines | None = None
 
     def __enter__(self) -> Progress:
-        self.bar = tqdm(unit=" docs", file=sys.stderr, disable=not self.show, dynamic_ncols=True, smoothing=0.1)
+        self.bar = job_progress(self.show, "embed-docs", unit=" docs", smoothing=0.1)
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -21,7 +21,9 @@ import importlib
 import os
 import sys
 import time
+from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
 from ..errors import InputError
 
@@ -36,6 +38,34 @@ COMMANDS = {
 }
 """Each command and the module (relative to this package) with its ``add_parser`` and ``run``."""
 
+LONG_COMMANDS = ("embed", "embed-docs", "eval")
+"""Commands that can run for minutes: off a terminal they print a progress line every 30 s and
+their summary line on stderr (not with ``--no-progress``), so that logs show them alive."""
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of ``chunkforge`` and of each (sub)command: a long flag is taken only as
+    spelled (``--max-token`` is not ``--max-tokens``: no abbreviations), and a flag a command
+    does not know is reported with that command's usage, not the top level's.
+
+    >>> Parser(prog="p").allow_abbrev
+    False
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        # A subcommand's parser is run through parse_known_args, and argparse hands what it does not
+        # know back up to the top-level parser, which then prints its own usage: refuse it here.
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
 
 def _command(name: str) -> ModuleType:
     return importlib.import_module(COMMANDS[name], __name__)
@@ -49,9 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``chunkforge`` argument parser."""
     from .. import __version__
 
-    parser = argparse.ArgumentParser(prog="chunkforge", description="Native-accelerated text chunking for RAG.")
+    parser = Parser(prog="chunkforge", description="Native-accelerated text chunking for RAG.")
     parser.add_argument("--version", action="version", version=f"chunkforge {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for name in COMMANDS:
         _command(name).add_parser(commands)
     return parser
@@ -79,9 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("chunkforge: interrupted", file=sys.stderr)
         return 130
-    if args.verbose or sys.stderr.isatty():
+    long_job = args.command in LONG_COMMANDS and not getattr(args, "no_progress", False)
+    if args.verbose or sys.stderr.isatty() or long_job:
         print(f"chunkforge: {summary} in {time.perf_counter() - started:.2f} s", file=sys.stderr)
     return 0
 
 
-__all__ = ["COMMANDS", "InputError", "build_parser", "main"]
+__all__ = ["COMMANDS", "LONG_COMMANDS", "InputError", "Parser", "build_parser", "main"]

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from .._io import atomic_file, checksum_ok, read_records, record_doc_id, record_text, text_hash, write_checksum
-from .._progress import progress
+from .._progress import job_progress
 from ..bulk.cache import VECTORS_METADATA, VectorCache
 from ..bulk.fingerprint import model_fingerprint, vectors_key
 from ..errors import InputError
@@ -292,7 +292,7 @@ def run(args: argparse.Namespace) -> str:
     records = (parse_chunk_record(where, record) for where, record, _ in read_records(args.path))
     with (
         warnings.catch_warnings(record=True) as caught,
-        progress(False if args.no_progress else None, unit=" chunks", desc="embedding") as bar,
+        job_progress(False if args.no_progress else "log", "embed", unit=" chunks", desc="embedding") as bar,
     ):
         warnings.simplefilter("always", TruncationWarning)
 

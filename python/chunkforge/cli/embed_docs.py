@@ -206,7 +206,7 @@ def run(args: argparse.Namespace) -> str:
             args.paths,
             args.out,
             spec=spec,
-            progress=False if args.no_progress else None,
+            progress=False if args.no_progress else "log",
             lancedb=args.lancedb,
             ray=args.ray,
             ray_actors=args.ray_actors,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._io import atomic_file, cache_root
-from .._progress import progress
+from .._progress import job_progress
 from .._search import EXACT_MAX
 from ..errors import DatasetError, InputError
 from ..eval import (
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> str:
         raise InputError(str(exc)) from exc
     encoders: dict[str, Encoder] = {}
     results = []
-    with progress(False if args.no_progress else None, total=len(configs), unit=" configs") as bar:
+    with job_progress(False if args.no_progress else "log", "eval", total=len(configs), unit=" configs") as bar:
         for config in configs:
             bar.set_postfix_str(config.name, refresh=True)
             key = json.dumps(config.encoder, sort_keys=True)

@@ -62,6 +62,74 @@ def check_chunker(chunker: Any) -> Any:
     return chunker
 
 
+def resize_chunker(chunker: Any, chunk_size: int | None, chunk_overlap: int | None) -> Any:
+    """``chunker`` built again with the framework's ``chunk_size``/``chunk_overlap`` as its
+    ``max_tokens``/``overlap`` where given (in its tokenizer's tokens); errors name the
+    framework's parameter.
+
+    >>> from chunkforge import RecursiveChunker
+    >>> small = resize_chunker(RecursiveChunker(max_tokens=100), 50, 5)
+    >>> small.max_tokens, small.overlap
+    (50, 5)
+    """
+    if chunk_size is None and chunk_overlap is None:
+        return chunker
+    from ..chunkers._base import rebuild
+
+    reduced = chunker.__reduce__()
+    params = dict(reduced[1][1]) if reduced[0] is rebuild else {}
+    for option, name, value in (("chunk_size", "max_tokens", chunk_size), ("chunk_overlap", "overlap", chunk_overlap)):
+        if value is None:
+            continue
+        if name not in params:
+            raise ValueError(f"{option}: {type(chunker).__name__} has no {name} to set; configure the chunker itself")
+        params[name] = value
+    return type(chunker)(**params)
+
+
+def warn_past_window(chunker: Any, chunk_size: int | None, hint: str = "") -> None:
+    """Warns (once per call site) when ``chunk_size`` tokens exceed the window of the model the
+    chunker's tokenizer belongs to: such chunks are cut off when embedded. ``hint``: how else
+    to size them in the framework at hand.
+
+    >>> import warnings
+    >>> from chunkforge import RecursiveChunker, Tokenizer
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_past_window(RecursiveChunker(Tokenizer.default_model(), max_tokens=1000), 1000)
+    >>> print(caught[0].message)  # doctest: +ELLIPSIS
+    chunk_size=1000 counts tokens (of the chunker's tokenizer), not characters, and the model's window is 254 tokens: ...
+    """
+    window = getattr(getattr(chunker, "tokenizer", None), "window", None)
+    if chunk_size is None or window is None or chunk_size <= window:
+        return
+    import warnings
+
+    warnings.warn(
+        f"chunk_size={chunk_size} counts tokens (of the chunker's tokenizer), not characters, and the model's "
+        f"window is {window} tokens: chunks longer than that are truncated when embedded; "
+        f"use chunk_size={window} or less{hint}",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
+def refuse_unknown(cls: type, kwargs: dict[str, Any], fields: Any, own: tuple[str, ...]) -> None:
+    """TypeError naming the first keyword of ``kwargs`` that is neither one of ``fields``
+    (the framework base class's) nor of ``own`` (the adapter's), as a plain class refuses it:
+    a misspelt option must not be dropped silently.
+
+    >>> refuse_unknown(dict, {"bogus_option": 3}, ["include_metadata"], ("chunker",))
+    Traceback (most recent call last):
+    ...
+    TypeError: dict() got an unexpected keyword argument 'bogus_option' (it takes chunker, include_metadata)
+    """
+    unknown = sorted(set(kwargs) - set(fields))
+    if unknown:
+        takes = ", ".join([*own, *fields])
+        raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {unknown[0]!r} (it takes {takes})")
+
+
 def check_encoder(encoder: Any) -> Any:
     """``encoder``, or ``Encoder.default()`` for None; anything without ``embed`` is refused."""
     if encoder is None:
@@ -80,5 +148,8 @@ __all__ = [
     "default_chunker",
     "from_config",
     "import_or_explain",
+    "refuse_unknown",
+    "resize_chunker",
     "to_config",
+    "warn_past_window",
 ]

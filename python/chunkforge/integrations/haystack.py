@@ -175,7 +175,9 @@ class ChunkforgeRetriever:
     ``meta`` the passage's ``doc_id``, exact ``start``/``end``, ``token_count``, ``score``,
     ``heading_path``, ``hit_ids`` (and, served, the index ``version``). ``k`` and
     ``expansion`` as for :meth:`Index.query <chunkforge.index.Index.query>`; ``run`` may
-    override ``k``.
+    override ``k``. Served, it saves with its pipeline (``to_dict``: the URL, ``k`` and
+    ``expansion``); an in-process index is not data, and ``to_dict`` says so (serve it, or
+    add the retriever after loading the pipeline).
 
     >>> pipeline.add_component("retriever", ChunkforgeRetriever("http://127.0.0.1:8000"))  # doctest: +SKIP
     >>> pipeline.run({"retriever": {"query": "how do I install it?"}})["retriever"]["documents"][0].meta["start"]  # doctest: +SKIP
@@ -188,6 +190,22 @@ class ChunkforgeRetriever:
         self.index = connect(index)
         self.k = k
         self.expansion = dict(expansion or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..serve.client import ServiceClient
+
+        if not isinstance(self.index, ServiceClient):
+            from haystack.core.errors import SerializationError
+
+            raise SerializationError(
+                f"ChunkforgeRetriever on an in-process {type(self.index).__name__} cannot be saved with the pipeline: "
+                "serve the index (`chunkforge serve INDEX`) and pass its URL, or add the retriever after loading"
+            )
+        return default_to_dict(self, index=self.index.url, k=self.k, expansion=self.expansion)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ChunkforgeRetriever:
+        return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document])
     def run(self, query: str, k: int | None = None) -> dict[str, list[Document]]:

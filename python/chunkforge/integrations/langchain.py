@@ -22,7 +22,7 @@ from typing import Any
 
 from ..chunk import Chunk
 from ..chunkers.counted import SEPARATORS, counted_chunks
-from . import check_chunker, check_encoder, chunk_metadata, import_or_explain
+from . import check_chunker, check_encoder, chunk_metadata, import_or_explain, resize_chunker, warn_past_window
 
 import_or_explain("langchain_text_splitters", "langchain")
 from langchain_core.documents import Document  # noqa: E402
@@ -34,7 +34,9 @@ class ChunkforgeTextSplitter(TextSplitter):
     """A LangChain ``TextSplitter`` that cuts with a chunkforge chunker (default: a
     ``RecursiveChunker`` sized to the default embedding model's window, 254 tokens, so
     that ``ChunkforgeEmbeddings()`` never truncates). ``chunk_size``/``chunk_overlap``
-    resize the chunker (its ``max_tokens``/``overlap``, in its tokenizer's tokens);
+    resize the chunker (its ``max_tokens``/``overlap``, in its tokenizer's tokens, not the
+    characters LangChain's own splitters count: a ``chunk_size`` past the model's window
+    warns, as such chunks would be truncated when embedded);
     ``length_function`` (any ``str -> int``, as ``from_tiktoken_encoder`` passes) sizes
     chunks by that count instead, cutting in Python at ``separators`` (the chunker's, else
     paragraphs, lines, sentences, words) with offsets still exact. Documents carry
@@ -60,6 +62,7 @@ class ChunkforgeTextSplitter(TextSplitter):
         chunker = check_chunker(chunker)
         if length_function is None:
             chunker = resized(chunker, chunk_size, chunk_overlap)
+            warn_past_window(chunker, chunk_size, " (or length_function=len to count characters)")
         elif not callable(length_function):
             raise TypeError(f"length_function must be a callable str -> int, not {type(length_function).__name__}")
         super().__init__(
@@ -128,19 +131,7 @@ def resized(chunker: Any, max_tokens: int | None, overlap: int | None) -> Any:
     >>> small.max_tokens, small.overlap
     (50, 5)
     """
-    if max_tokens is None and overlap is None:
-        return chunker
-    from ..chunkers._base import rebuild
-
-    reduced = chunker.__reduce__()
-    params = dict(reduced[1][1]) if reduced[0] is rebuild else {}
-    for option, name, value in (("chunk_size", "max_tokens", max_tokens), ("chunk_overlap", "overlap", overlap)):
-        if value is None:
-            continue
-        if name not in params:
-            raise ValueError(f"{option}: {type(chunker).__name__} has no {name} to set; configure the chunker itself")
-        params[name] = value
-    return type(chunker)(**params)
+    return resize_chunker(chunker, max_tokens, overlap)
 
 
 class ChunkforgeEmbeddings(Embeddings):

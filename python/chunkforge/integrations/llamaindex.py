@@ -24,7 +24,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._config import encoder_label
-from . import check_chunker, check_encoder, chunk_metadata, from_config, import_or_explain, to_config
+from . import (
+    check_chunker,
+    check_encoder,
+    chunk_metadata,
+    from_config,
+    import_or_explain,
+    refuse_unknown,
+    resize_chunker,
+    to_config,
+    warn_past_window,
+)
 
 import_or_explain("llama_index.core", "llamaindex")
 from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
@@ -42,7 +52,9 @@ class ChunkforgeNodeParser(NodeParser):
     that ``ChunkforgeEmbedding()`` never truncates): ``start_char_idx``/``end_char_idx`` are the chunk's exact
     offsets into the document (LlamaIndex's own parsers find them with ``str.find``),
     metadata gains ``token_count`` and, where set, ``heading_path``, ``kind`` and
-    ``context`` (excluded from the embedded and LLM text). With a
+    ``context`` (excluded from the embedded and LLM text). LlamaIndex's ``chunk_size`` and
+    ``chunk_overlap`` resize the chunker (its ``max_tokens``/``overlap``, in its tokenizer's
+    tokens, as for ``SentenceSplitter``); an unknown keyword is a ``TypeError``. With a
     :class:`~chunkforge.HierarchicalChunker` every node of the tree is returned, with
     ``PARENT``/``CHILD`` relationships as LlamaIndex's ``HierarchicalNodeParser`` sets
     them (``get_leaf_nodes`` and ``AutoMergingRetriever`` work on them) and the tree's
@@ -57,9 +69,23 @@ class ChunkforgeNodeParser(NodeParser):
 
     _chunker: Any = PrivateAttr()
 
-    def __init__(self, chunker: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self, chunker: Any = None, *, chunk_size: int | None = None, chunk_overlap: int | None = None, **kwargs: Any
+    ) -> None:
+        refuse_unknown(type(self), kwargs, type(self).model_fields, ("chunker", "chunk_size", "chunk_overlap"))
         super().__init__(**kwargs)
-        self._chunker = check_chunker(chunker)
+        self._chunker = resize_chunker(check_chunker(chunker), chunk_size, chunk_overlap)
+        warn_past_window(self._chunker, chunk_size)
+
+    @property
+    def chunk_size(self) -> int | None:
+        """The chunker's ``max_tokens`` (LlamaIndex's ``chunk_size``, in its tokenizer's tokens)."""
+        return getattr(self._chunker, "max_tokens", None)
+
+    @property
+    def chunk_overlap(self) -> int | None:
+        """The chunker's ``overlap`` in tokens (LlamaIndex's ``chunk_overlap``), None without one."""
+        return getattr(self._chunker, "overlap", None)
 
     @property
     def chunker(self) -> Any:
@@ -146,6 +172,7 @@ class ChunkforgeEmbedding(BaseEmbedding):
     _encoder: Any = PrivateAttr()
 
     def __init__(self, encoder: Any = None, **kwargs: Any) -> None:
+        refuse_unknown(type(self), kwargs, type(self).model_fields, ("encoder",))
         encoder = check_encoder(encoder)
         kwargs.setdefault("model_name", encoder_label(to_config(encoder)))
         super().__init__(**kwargs)
