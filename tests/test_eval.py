@@ -347,7 +347,7 @@ def test_heading_texts_prefix_the_section_path():
 def test_docstring_examples(monkeypatch):
     monkeypatch.chdir(ROOT)
     attempted = 0
-    for name in ("", ".datasets", ".metrics", ".retrieval", ".configs", ".run", ".report"):
+    for name in ("", ".datasets", ".metrics", ".retrieval", ".configs", ".run", ".report", ".peers"):
         module = importlib.import_module(f"chunkforge.eval{name}")
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0, name
@@ -543,3 +543,105 @@ def test_cli_eval_scores_chunkers_and_policies_on_the_same_questions(encoder, tm
         assert c["summary"]["budget"]["context"]["mean"] <= 1000
     md = (tmp_path / "report.md").read_text()
     assert "Index.query: index" in md and "index-window-120" in md
+
+
+# ------------------------------------------------------------ peers: other projects' splitters, one config line each
+
+
+def peer_texts() -> list[str]:
+    return [d.text for d in ev.load_corpus(EVAL / "corpus.jsonl")[:4]] + ["", "One line."]
+
+
+def peer_chunks(table: dict, tok: chunkforge.Tokenizer, texts: list[str]) -> list[list[chunkforge.Chunk]]:
+    """The chunks of ``texts`` by the config ``[chunker]`` table, each checked to be its
+    document's exact slice with the evaluation tokenizer's count."""
+    per_doc = ev.Config("peer", table).make_chunker(tok).chunk_batch(texts)
+    assert len(per_doc) == len(texts) and per_doc[-2] == []
+    for text, chunks in zip(texts, per_doc):
+        assert [c.index for c in chunks] == list(range(len(chunks)))
+        for c in chunks:
+            assert text[c.start : c.end] == c.text and c.token_count == tok.count(c.text)
+    return per_doc
+
+
+def test_langchain_and_llamaindex_peers_are_their_own_splitters_in_our_tokens():
+    lts = pytest.importorskip("langchain_text_splitters")
+    node_parser = pytest.importorskip("llama_index.core.node_parser")
+    tok, texts = chunkforge.Tokenizer.default_model(), peer_texts()
+    own = lts.RecursiveCharacterTextSplitter(chunk_size=128, chunk_overlap=16, length_function=tok.count)
+    for table in (
+        {"type": "langchain", "max_tokens": 128, "overlap": 16},
+        {"type": "langchain_text_splitters:RecursiveCharacterTextSplitter", "chunk_size": 128, "chunk_overlap": 16},
+    ):
+        for text, chunks in zip(texts, peer_chunks(table, tok, texts)):
+            assert [c.text for c in chunks] == own.split_text(text)
+            assert all(c.token_count <= 128 for c in chunks)
+    splitter = node_parser.SentenceSplitter(chunk_size=96, chunk_overlap=0, tokenizer=lambda t: [0] * tok.count(t))
+    for table in ({"type": "llamaindex", "max_tokens": 96}, {"type": "llama_index.core.node_parser:SentenceSplitter"}):
+        table = {"max_tokens": 96, **table}
+        for text, chunks in zip(texts, peer_chunks(table, tok, texts)):
+            assert [c.text for c in chunks] == [t for t in splitter.split_text(text) if t.strip()]
+    token_windows = peer_chunks({"type": "llamaindex", "parser": "TokenTextSplitter", "max_tokens": 64}, tok, texts)
+    assert sum(map(len, token_windows)) > 20
+    default = ev.Config("peer", {"type": "langchain"}).make_chunker(tok)  # max_tokens: the model's window
+    assert max(c.token_count for c in default.chunk_batch(texts)[0]) > 200
+
+
+def test_semchunk_and_chonkie_peers_keep_their_own_offsets():
+    semchunk = pytest.importorskip("semchunk")
+    tok, texts = chunkforge.Tokenizer.default_model(), peer_texts()
+    own = semchunk.chunkerify(tok.count, 100)
+    for text, chunks in zip(texts, peer_chunks({"type": "semchunk", "max_tokens": 100}, tok, texts)):
+        assert [(c.start, c.end) for c in chunks] == (own(text, offsets=True)[1] if text else [])
+        assert all(c.token_count <= 100 for c in chunks)
+    chonkie = pytest.importorskip("chonkie")  # the bench extra only: a native wheel
+    from chunkforge.eval.peers import hf_tokenizer
+
+    for name in ("RecursiveChunker", "SentenceChunker"):
+        theirs = getattr(chonkie, name)(tokenizer=hf_tokenizer(tok), chunk_size=100)
+        table = {"type": "chonkie", "chunker": name, "max_tokens": 100}
+        for text, chunks in zip(texts, peer_chunks(table, tok, texts)):
+            assert [(c.start, c.end) for c in chunks] == [(x.start_index, x.end_index) for x in theirs.chunk(text)]
+    with pytest.raises(ev.DatasetError, match="chonkie RecursiveChunker has no chunk_overlap"):
+        ev.Config("peer", {"type": "chonkie", "overlap": 8}).make_chunker(tok)
+
+
+def test_eval_hook_contract():
+    """``type = "package.module:Factory"``: Factory(tokenizer, **params) returns a chunker
+    (chunk_batch), a framework's splitter (wrapped), or a function str -> list[str]; anything
+    else is one error stating the contract."""
+    tok = chunkforge.Tokenizer.default_model()
+    made = ev.Config("hook", {"type": "chunkforge:RecursiveChunker", "max_tokens": 32}).make_chunker(tok)
+    assert isinstance(made, chunkforge.RecursiveChunker)  # chunkforge's own: as it is
+    from chunkforge.eval.peers import as_chunker
+
+    lines = as_chunker(str.splitlines, tok, "lines").chunk_batch(["a b\nc d e\n\nf"])[0]
+    assert [(c.text, c.start, c.end) for c in lines] == [("a b", 0, 3), ("c d e", 4, 9), ("f", 11, 12)]
+    with pytest.raises(ev.DatasetError, match=r"gave a str, not a chunker: .*chunk_batch\(texts\)"):
+        ev.Config("hook", {"type": "builtins:str"}).make_chunker(tok)
+    with pytest.raises(ev.DatasetError, match=r"lines: chunk 0 is not a slice of its document"):
+        as_chunker(lambda text: [text.upper()], tok, "lines").chunk_batch(["abc"])
+    with pytest.raises(ev.DatasetError, match=r"boom failed on document 0: ZeroDivisionError"):
+        as_chunker(lambda text: [str(1 / 0)], tok, "boom").chunk_batch(["abc"])
+
+
+def test_cli_eval_compares_a_plain_langchain_splitter_and_names_a_bad_hook(encoder, tmp_path, capsys):
+    pytest.importorskip("langchain_text_splitters")
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join((EVAL / "corpus.jsonl").read_text().splitlines(keepends=True)[:5]))
+    plain = tmp_path / "langchain-plain.toml"  # was a traceback: the splitter has no chunk_batch
+    plain.write_text('[chunker]\ntype = "langchain_text_splitters:RecursiveCharacterTextSplitter"\nmax_tokens = 128\n')
+    peer = tmp_path / "llamaindex.toml"
+    peer.write_text('[chunker]\ntype = "llamaindex"\nmax_tokens = 128\n')
+    args = ["eval", "--corpus", str(corpus), "--queries", str(EVAL / "queries.jsonl"), "--no-progress", "--no-cache"]
+    assert cli.main([*args, "--config", str(plain), "--config", str(peer), "--out", str(tmp_path / "r")]) == 0
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert [c["name"] for c in rep["configs"]] == ["langchain-plain", "llamaindex"]
+    assert all(c["summary"]["k"]["recall"]["mean"] > 0 for c in rep["configs"])
+    capsys.readouterr()
+    bad = tmp_path / "bad-hook.toml"
+    bad.write_text('[chunker]\ntype = "builtins:str"\n')
+    assert cli.main([*args, "--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("chunkforge: error: config bad-hook: [chunker] type 'builtins:str' gave a str")
+    assert err.count("\n") == 1

@@ -164,7 +164,8 @@ def run(args: argparse.Namespace) -> str:
                     )
                 )
             except (ImportError, OSError, ValueError, TypeError) as exc:
-                raise InputError(f"config {config.name}: {exc}") from exc
+                named = str(exc).startswith(f"config {config.name}: ")
+                raise InputError(str(exc) if named else f"config {config.name}: {exc}") from exc
             bar.update(1)
     header = {
         "corpus": f"{args.corpus} ({len(corpus)} docs)",

@@ -63,6 +63,19 @@ def _lookup(registry: Mapping[str, Any], name: Any, what: str) -> Any:
     raise ValueError(f"[{what}] type must be one of {', '.join(registry)} or 'module:attribute', not {name!r}")
 
 
+def config_chunkers() -> dict[str, Callable[..., Any]]:
+    """The factories a config's ``[chunker] type`` names: the bulk job's kinds
+    (:func:`~chunkforge.chunkers.registry.eval_chunkers`) and the peers of
+    :mod:`chunkforge.eval.peers` (``langchain``, ``llamaindex``, ``chonkie``, ``semchunk``).
+
+    >>> list(config_chunkers())[-4:]
+    ['langchain', 'llamaindex', 'chonkie', 'semchunk']
+    """
+    from .peers import PEERS
+
+    return {**eval_chunkers(), **PEERS}
+
+
 def embed_texts(docs: Sequence[Document], chunks: Sequence[Sequence[Chunk]]) -> list[str]:
     """The chunks' texts, flattened in document order."""
     return [c.text for cs in chunks for c in cs]
@@ -140,7 +153,8 @@ class Config:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Config:
-        """Reads a TOML config; errors name the file and the bad key."""
+        """Reads a TOML config; errors name the file and the bad key (a ``"module:attribute"``
+        type is imported here, so a missing module is named before any work)."""
         if sys.version_info >= (3, 11):
             import tomllib
         else:  # Python 3.10
@@ -170,7 +184,7 @@ class Config:
         tables["representation"].setdefault("type", "plain")
         if policy:
             tables.update(chunker={}, index=tables.get("index", {}))
-        for key, registry in (("chunker", eval_chunkers()), ("representation", REPRESENTATIONS)):
+        for key, registry in (("chunker", config_chunkers()), ("representation", REPRESENTATIONS)):
             try:
                 if not policy:
                     _lookup(registry, tables[key].get("type"), key)
@@ -186,11 +200,22 @@ class Config:
         return f"{self.chunker}, {self.representation}, {self.encoder}"
 
     def make_chunker(self, tokenizer: Tokenizer) -> Any:
-        """The configured chunker, counting with ``tokenizer``."""
+        """The configured chunker, counting with ``tokenizer``: ``factory(tokenizer, **params)``
+        of the ``[chunker]`` table (``type``: a registered kind, a peer, or the hook
+        ``"package.module:Factory"``), made runnable by :func:`~chunkforge.eval.peers.as_chunker`;
+        a LangChain, LlamaIndex or chonkie splitter class named by the hook is built by its peer
+        adapter, sized in ``tokenizer``'s tokens."""
+        from .peers import as_chunker, framework_factory
+
         params = {k: v for k, v in self.chunker.items() if k != "type"}
+        kind = self.chunker["type"]
+        factory = _lookup(config_chunkers(), kind, "chunker")
         try:
-            return _lookup(eval_chunkers(), self.chunker["type"], "chunker")(tokenizer, **params)
+            made = (framework_factory(factory) or factory)(tokenizer, **params)
+            return as_chunker(made, tokenizer, str(kind))
         except TypeError as exc:
+            raise DatasetError(f"config {self.name}: [chunker] {exc}") from exc
+        except DatasetError as exc:
             raise DatasetError(f"config {self.name}: [chunker] {exc}") from exc
 
     def make_encoder(self) -> Encoder:
