@@ -54,17 +54,17 @@ def instrument(encoder: Encoder) -> Stages:
     stages = Stages()
     encoder.embed_query = stages.timed("embed the question", encoder.embed_query)  # type: ignore[method-assign]
     store._run = stages.timed(lambda: "LanceDB: docs query" if stages.reading else "LanceDB: searches", store._run)
-    load = store.StoreIndex._load
+    load = store._Checkout.load
 
-    def reading_load(self: store.StoreIndex, doc_ids: Any) -> Any:
+    def reading_load(self: store._Checkout, doc_ids: Any, uri: str) -> Any:
         stages.reading = True
         try:
-            return load(self, doc_ids)
+            return load(self, doc_ids, uri)
         finally:
             stages.reading = False
 
-    store.StoreIndex._load = reading_load  # type: ignore[method-assign]
-    store.StoreIndex._insert = stages.timed("insert into the expander", store.StoreIndex._insert)  # type: ignore[method-assign]
+    store._Checkout.load = reading_load  # type: ignore[method-assign]
+    store._Checkout._insert = stages.timed("insert into the expander", store._Checkout._insert)  # type: ignore[method-assign]
     return stages
 
 

@@ -210,3 +210,55 @@ def test_spans_from_another_store_expand_onto_the_trees(built):
         built.hits_for([(doc_id, 5, 5, 1.0)])
     with pytest.raises(TypeError, match=r"spans\[0\]"):
         built.expand([(doc_id, 0, 5)])
+
+
+def damaged_copy(dataset: Path, tmp_path: Path, edit) -> Path:
+    """A copy of the dataset with ``edit(root, manifest)`` applied (the manifest rewritten)."""
+    import shutil
+
+    root = tmp_path / "copy"
+    shutil.copytree(dataset, root)
+    manifest = json.loads((root / "manifest.json").read_text())
+    edit(root, manifest)
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    return root
+
+
+def flip_a_byte(root: Path, manifest: dict) -> None:
+    path = root / manifest["shards"][0]["trees"]
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x20
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (flip_a_byte, r"\.trees\.parquet does not match the SHA-256 its manifest records"),
+        (lambda root, m: m["shards"].pop(), r"its shards hold \d+ docs, its total says \d+ \(an entry missing\?\)"),
+        (
+            lambda root, m: m["shards"][0].update(file="../x.parquet"),
+            r"shard file '\.\./x\.parquet' is not a path inside",
+        ),
+        (lambda root, m: m["shards"][0].update(trees="/etc/passwd"), r"shard file '/etc/passwd' is not a path inside"),
+        (lambda root, m: m.update(shards=None), r"'shards' must be a list of shards, not None"),
+        (lambda root, m: m.pop("model"), r"'model' must be an object, not None"),
+        (lambda root, m: m["model"].update(dim="384"), r"'dim' must be a count"),
+        (lambda root, m: m["shards"][1].pop("trees_sha256"), r"'trees_sha256' must be a SHA-256, not None"),
+    ],
+    ids=["flipped-byte", "dropped-entry", "dotdot", "absolute", "null-shards", "no-model", "dim-str", "no-sha"],
+)
+def test_a_damaged_or_edited_dataset_is_refused_naming_the_file(dataset, encoder, tmp_path, edit, message):
+    """``Index.from_dataset`` and ``write_store`` trusted the dataset: a flipped byte served
+    corrupted text, a dropped entry loaded fewer documents, a path outside the dataset was read,
+    a null or missing field was a TypeError/KeyError. Each is an InputError naming the file."""
+    from chunkforge.errors import InputError
+
+    root = damaged_copy(dataset, tmp_path, edit)
+    with pytest.raises(InputError, match=message):
+        Index.from_dataset(root, encoder)
+    if pytest.importorskip("lancedb"):
+        from chunkforge.index.store import write_store
+
+        with pytest.raises(InputError, match=message):
+            write_store(root, tmp_path / "store.lancedb")

@@ -279,10 +279,10 @@ def test_document_cache_stays_within_cache_bytes(job, encoder):
         hits = tight.search(question, k=2)
         assert [h.id for h in hits] == [h.id for h in roomy.search(question, k=2)]
         assert spans(tight.expand(hits, parent=True)) == spans(roomy.expand(roomy.search(question, k=2), parent=True))
-        assert tight._cached_bytes <= tight.cache_bytes
+        assert tight._now.cached_bytes <= tight.cache_bytes
         # the expander's slots are reused: as many as held at once (3, and a search's 2 new ones)
-        assert max(entry.slot for entry in tight._cache.values()) < 5
-    assert len(tight._cache) <= 3 < len(roomy._cache)
+        assert max(entry.slot for entry in tight._now.cache.values()) < 5
+    assert len(tight._now.cache) <= 3 < len(roomy._now.cache)
 
 
 def test_index_cache_holds_what_it_is_given(job, encoder, tmp_path):
@@ -341,3 +341,79 @@ def test_cli_embed_docs_index_lancedb_then_query(tmp_path, capsys, model_cache):
     assert main(["query", str(tmp_path / "s"), "how do I install it?", "--where", "acl=staff", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["passages"] and all(payload["metadata"][p["doc_id"]]["acl"] == "staff" for p in payload["passages"])
+
+
+def test_a_damaged_full_text_index_is_an_error_not_dense_only_search(job, encoder, tmp_path):
+    """The store's BM25 half swallowed every error, so a damaged full-text index silently
+    turned the store into dense-only search. Now it is a StoreError naming the store and table."""
+    from chunkforge.index.store import StoreError
+
+    store = tmp_path / "store.lancedb"
+    shutil.copytree(job / "store.lancedb", store)
+    for part in (store / "parents.lance" / "_indices").rglob("*invert*"):
+        part.write_bytes(b"garbage!" * 8)
+    index = Index.open(store, encoder)
+    with pytest.raises(StoreError, match=r"cannot be read \(parents table: "):
+        index.search("how do I install it?")
+    assert index.search("how do I install it?", hybrid=False)  # the leaves are whole
+
+
+def test_reload_while_threads_query_fails_no_query(job, encoder, tmp_path):
+    """``reload()`` while other threads query: each query runs on the commit it started on
+    (its tables and the documents read from them), so none fails as the documents change."""
+    import threading
+
+    store = tmp_path / "store.lancedb"
+    shutil.copytree(job / "store.lancedb", store)
+    index = Index.open(store, encoder)
+    stop, errors, answered = threading.Event(), [], [0]
+
+    def ask() -> None:
+        questions = QUESTIONS + ["closing paragraph on installing the package with pip"]
+        while not stop.is_set():
+            try:
+                index.query(random.choice(questions), budget_tokens=300, spread=0.5)
+                answered[0] += 1
+            except Exception as exc:  # noqa: BLE001 - any failure is one
+                errors.append(repr(exc))
+
+    threads = [threading.Thread(target=ask) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        for dataset in ("new", "vectors", "new", "vectors"):
+            write_store(job / dataset, store)
+            assert index.reload()
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors, errors[:3]
+    assert answered[0] > 0
+
+
+def test_one_writer_at_a_time_per_store(job, tmp_path):
+    """Two jobs writing one store raced to a raw 'Incompatible transaction' or two commits
+    numbered alike; a second writer now stops at once, naming the store."""
+    from chunkforge.errors import InputError
+
+    store = tmp_path / "store.lancedb"
+    shutil.copytree(job / "store.lancedb", store)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom chunkforge.index.store import _writing\n"
+            f"with _writing({str(store)!r}):\n    print('held', flush=True)\n    time.sleep(60)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(InputError, match="another job is writing this store"):
+            write_store(job / "new", store)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert write_store(job / "new", store) == 2

@@ -393,7 +393,7 @@ impl Store {
         let mut known: Vec<(u32, (Edge, Edge))> = Vec::with_capacity(units.len());
         for u in units {
             if let Some(last) = out.last_mut() {
-                if last.doc == u.doc && (u.start <= last.end || u.touched_before(self, last.end)) {
+                if last.doc == u.doc && (u.start < last.end || (last.section == u.section && (u.start == last.end || u.touched_before(self, last.end)))) {
                     let (tokens, edges) = known.last_mut().unwrap();
                     if u.end > last.end || u.start < last.start {
                         *tokens = NONE;

@@ -120,9 +120,13 @@ impl Packer<'_> {
             if t.start <= u.start && u.end <= t.end {
                 return Some(j);
             }
-            let touches = if u.start <= t.end && t.start <= u.end {
+            // spans that share characters merge; spans that only touch merge within one
+            // section (a passage never crosses a section boundary)
+            let touches = if u.start < t.end && t.start < u.end {
                 true
-            } else if t.end < u.start {
+            } else if t.section != u.section {
+                false
+            } else if t.end <= u.start {
                 u.touched_before(self.store, t.end)
             } else {
                 u.touched_after(self.store, t.start)

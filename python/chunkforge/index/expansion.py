@@ -8,6 +8,7 @@ expansion (microseconds), the passages' metadata.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from .._checks import check_int
 from .._recommended import RECOMMENDED
+from ..errors import NotInIndexError
 from .payload import Hit, Packed, Passage, Payload
 
 if TYPE_CHECKING:
@@ -28,11 +30,41 @@ SPREAD_REACH = 4
 
 
 class LeafLayout(NamedTuple):
-    """A document's leaves in text order: their labels, ``str`` start offsets and sections."""
+    """A document's leaves in text order: their labels, ``str`` start offsets, sections and
+    ``str`` end offsets."""
 
     labels: np.ndarray
     starts: np.ndarray
     sections: np.ndarray
+    ends: np.ndarray
+
+
+def leaf_labels(
+    hits: Iterable[Hit], layout_of: Callable[[str], LeafLayout | None], where: str = "this index"
+) -> tuple[list[int], list[float]]:
+    """The label of each hit's leaf, found from its document and span rather than taken from
+    the hit, and its score: a caller's hits name leaves, they do not open documents.
+    ``layout_of`` gives a document's leaves, None for a document that is not there or that
+    the caller's filter excludes (both answered alike: :class:`~chunkforge.errors.NotInIndexError`,
+    a ValueError, naming ``hits[i]``).
+
+    >>> layout = LeafLayout(np.array([7, 9]), np.array([0, 5]), np.array([0, 0]), np.array([4, 9]))
+    >>> leaf_labels([Hit("a", 5, 9, 0.5, "", (), "", 0)], lambda d: layout if d == "a" else None)
+    ([9], [0.5])
+    """
+    labels, scores = [], []
+    for i, h in enumerate(hits):
+        if not isinstance(h, Hit):
+            raise TypeError(f"hits[{i}] must be a Hit (or a span (doc_id, start, end, score)), not {type(h).__name__}")
+        layout = layout_of(h.doc_id) if isinstance(h.doc_id, str) else None
+        at = -1 if layout is None else int(np.searchsorted(layout.starts, h.start))
+        if at < 0 or at >= len(layout.starts) or layout.starts[at] != h.start or layout.ends[at] != h.end:  # type: ignore[union-attr]
+            raise NotInIndexError(f"hits[{i}]: {h.doc_id!r} {h.start}-{h.end} is not a leaf of {where}")
+        if isinstance(h.score, bool) or not isinstance(h.score, (int, float)) or not math.isfinite(h.score):
+            raise ValueError(f"hits[{i}]: score must be a finite number, not {h.score!r}")
+        labels.append(int(layout.labels[at]))  # type: ignore[union-attr]
+        scores.append(float(h.score))
+    return labels, scores
 
 
 def spread_relevance(
@@ -48,7 +80,7 @@ def spread_relevance(
     weaker hits, and a run of hits fills its parent, one rule for all three (issue 25);
     the budget then takes leaves in utility order. ``decay`` 0 keeps the hits' order.
 
-    >>> layout = LeafLayout(np.array([10, 11, 12]), np.array([0, 5, 9]), np.array([0, 0, 0]))
+    >>> layout = LeafLayout(np.array([10, 11, 12]), np.array([0, 5, 9]), np.array([0, 0, 0]), np.array([4, 8, 13]))
     >>> hit = lambda leaf, start, score: Hit("a", start, start + 4, score, "", (), "", leaf)
     >>> spread_relevance([hit(11, 5, 2.0), hit(12, 9, 1.0)], lambda doc_id: layout, 0.5)
     ([11, 10, 12], [1.0, 0.5, 0.5])
@@ -121,6 +153,34 @@ def check_spread(spread: float | None) -> float | None:
     return None if spread is None else float(spread)
 
 
+MAX_CHARS_PER_TOKEN = 32
+"""Characters a payload may hold per token of its budget. A token is about 4 characters of
+prose; a word the tokenizer cannot split (over 100 characters for WordPiece) is one token
+however long, so a budget in tokens alone does not bound a payload's size."""
+
+
+def bound_chars(
+    passages: list[Passage], dropped: Sequence[Hit], max_chars: int | None
+) -> tuple[list[Passage], list[Hit]]:
+    """The passages, in order, while their characters stay within ``max_chars``; a passage
+    past it is left out (its hits join ``dropped``), as the token budget skips one.
+
+    >>> p = lambda start, end: Passage("a", start, end, 1, 1.0, (), (), "x" * 100)
+    >>> [x.end for x in bound_chars([p(0, 60), p(60, 100), p(0, 10)], [], 75)[0]]
+    [60, 10]
+    """
+    if max_chars is None or sum(p.end - p.start for p in passages) <= max_chars:
+        return passages, list(dropped)
+    kept, left, used = [], list(dropped), 0
+    for p in passages:
+        if used + p.end - p.start <= max_chars:
+            kept.append(p)
+            used += p.end - p.start
+        else:
+            left.extend(p.hits)
+    return kept, left
+
+
 def expand(
     expander: Expander[Hit, Passage, Packed],
     hits: Iterable[Hit],
@@ -128,6 +188,7 @@ def expand(
     layout_of: Callable[[str], LeafLayout],
     level: int,
     *,
+    max_chars: int | None = None,
     spread: float | None = None,
     window: int | None = None,
     parent: bool = False,
@@ -140,7 +201,9 @@ def expand(
 ) -> Payload:
     """The payload of ``hits`` (see :meth:`chunkforge.Index.expand`); ``metadata_of`` gives the
     passages' documents' metadata (None: the documents have none), ``layout_of`` a hit
-    document's leaves (for ``spread``), ``level`` the tree level of the hits' ids."""
+    document's leaves (for ``spread``), ``level`` the tree level of the hits' ids. The
+    payload holds at most ``max_chars`` characters, and :data:`MAX_CHARS_PER_TOKEN` a token of
+    ``budget_tokens`` (:func:`bound_chars`)."""
     window, window_tokens, auto_merge, budget_tokens = check_options(window, window_tokens, auto_merge, budget_tokens)
     decay = check_spread(spread)
     if decay is not None:
@@ -149,4 +212,8 @@ def expand(
     passages, dropped = expander.expand(
         hits, window, window_tokens, bool(parent), auto_merge, budget_tokens, order, pack, bool(trim)
     )
+    limits = [
+        n for n in (max_chars, None if budget_tokens is None else budget_tokens * MAX_CHARS_PER_TOKEN) if n is not None
+    ]
+    passages, dropped = bound_chars(passages, dropped, min(limits) if limits else None)
     return Payload(passages, dropped, metadata_of(passages) if metadata_of is not None else {})

@@ -14,15 +14,18 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from .._checks import check_int
-from .._io import atomic_path, is_unicode, read_manifest, syntax_for_path, syntax_named
+from .._dataset import DatasetManifest
+from .._io import atomic_path, is_unicode, syntax_for_path, syntax_named
 from .._progress import advancing
 from .._recommended import RECOMMENDED
 from .._rwlock import RWLock, reads, writes
 from .._search import EXACT_MAX, int8_cosines, int8_rows, top_k
+from ..errors import InputError
 from ..tokenizer import Tokenizer
 from . import expansion
 from .bm25 import BM25
-from .expansion import LeafLayout, Order, Pack, recommended
+from .expansion import LeafLayout, Order, Pack, leaf_labels, recommended
+from .filters import Filter, filter_of
 from .fusion import BM25_POOL, DENSE_POOL, fuse
 from .payload import DocumentTree, Hit, Passage, Payload
 from .prefix import LeafPrefixer, passage_texts, title_of
@@ -43,13 +46,12 @@ from .storage import (
 from .trees import (
     TreeSettings,
     are_spans,
-    check_where,
     checked_spans,
-    matches,
     metadata_json,
     overlapping,
     passages,
     read_docs,
+    read_shard,
     scratch_expander,
 )
 
@@ -267,7 +269,8 @@ class Index:
 
     def add(self, docs: Iterable[str | Mapping[str, Any]], show_progress: bool | None = False) -> None:
         """Adds documents: strings (ids ``doc-<n>``) or mappings with ``text``
-        and optionally ``id`` (str), ``source`` (str) and ``syntax``.
+        and optionally ``id`` or ``doc_id`` (str; the same id, as the bulk job's records
+        name it), ``source`` (str) and ``syntax``; every other field is metadata.
         ``show_progress``: a bar over the leaves embedded (None: on a terminal).
 
         >>> index.add([{"id": "guide.md", "text": "# Guide\\n\\nRun it.", "source": "docs"}])  # doctest: +SKIP
@@ -375,10 +378,12 @@ class Index:
             text = doc.get("text")
             if not isinstance(text, str):
                 raise TypeError(f"docs[{i}]['text'] must be a str, not {type(text).__name__}")
-            doc_id = doc.get("id", f"doc-{self._added + i}")
+            if "id" in doc and "doc_id" in doc and doc["id"] != doc["doc_id"]:
+                raise ValueError(f"docs[{i}] has both 'id' ({doc['id']!r}) and 'doc_id' ({doc['doc_id']!r}): give one")
+            doc_id = doc.get("doc_id", doc.get("id", f"doc-{self._added + i}"))
             source = doc.get("source", "")
             if not isinstance(doc_id, str) or not isinstance(source, str):
-                raise TypeError(f"docs[{i}]: 'id' and 'source' must be str")
+                raise TypeError(f"docs[{i}]: 'id' (or 'doc_id') and 'source' must be str")
             for name, value in (("id", doc_id), ("source", source), ("text", text)):
                 if not is_unicode(value):
                     raise ValueError(f"docs[{i}][{name!r}] holds a lone surrogate (not valid Unicode)")
@@ -389,7 +394,7 @@ class Index:
             syntax = syntax_named(given)
             if syntax is None and given is not None:
                 raise ValueError(f"docs[{i}]['syntax'] must be 'markdown', 'rst', 'asciidoc' or None, not {given!r}")
-            metadata = {k: v for k, v in doc.items() if k not in ("id", "text")}
+            metadata = {k: v for k, v in doc.items() if k not in ("id", "doc_id", "text")}
             metadata_json(doc_id, metadata)  # refused here, not at save
             out.append((doc_id, source, text, syntax, metadata))
         return out
@@ -471,11 +476,13 @@ class Index:
         heading_prefix: Sequence[str] | None = None,
         where: Mapping[str, Any] | None = None,
         hybrid: bool | None = None,
+        filter: Filter | None = None,
     ) -> list[Hit]:
         """The ``k`` best leaves for ``query``, best first; optionally only of the
         given documents or sources, or of sections whose heading path starts with
         ``heading_prefix``, or of documents whose metadata ``where`` accepts (``{field:
-        value}``, or ``{field: [values]}`` for any of them; every field must match).
+        value}``, or ``{field: [values]}`` for any of them; every field must match), and
+        of those ``filter`` passes: every filter narrows (:mod:`chunkforge.index.filters`).
         ``hybrid`` overrides the index's setting.
 
         Dense only, a hit's ``score`` is its cosine. Hybrid, the candidates are the
@@ -489,9 +496,10 @@ class Index:
         if not isinstance(query, str):
             raise TypeError(f"query must be a str, not {type(query).__name__}")
         k = check_int("k", k, 1)
-        if self.leaf_count == 0:
+        passes = filter_of(filter, doc_id, source, where, heading_prefix)
+        if self.leaf_count == 0 or passes.nothing:
             return []
-        allowed = self._allowed(doc_id, source, heading_prefix, check_where(where))
+        allowed = self._allowed(passes)
         vector = self.encoder.embed_query(query)
         if not (self.hybrid if hybrid is None else hybrid):
             best = self._dense(vector, k, allowed)
@@ -535,28 +543,16 @@ class Index:
         """Hits of leaves ``labels`` with ``scores`` (made natively: ~1 us a hit)."""
         return self._expander.hits(labels, scores, len(self.parent_tokens) + 1)
 
-    def _allowed(
-        self,
-        doc_id: str | Collection[str] | None,
-        source: str | Collection[str] | None,
-        prefix: Sequence[str] | None,
-        where: dict[str, list[Any]] | None,
-    ) -> np.ndarray | None:
+    def _allowed(self, passes: Filter) -> np.ndarray | None:
         """A boolean mask over labels, or None for no filter."""
-        if doc_id is None and source is None and prefix is None and where is None:
+        if passes.everything:
             return None
-        ids = {doc_id} if isinstance(doc_id, str) else None if doc_id is None else set(doc_id)
-        sources = {source} if isinstance(source, str) else None if source is None else set(source)
-        if prefix is not None:
-            if isinstance(prefix, str) or not all(isinstance(h, str) for h in prefix):
-                raise TypeError(f"heading_prefix must be a sequence of str, not {prefix!r}")
-            prefix = tuple(prefix)
         mask = np.zeros(len(self._label_slot), bool)
+        ids = passes.doc_ids
         docs = (self._docs[self._slot_of[i]] for i in ids if i in self._slot_of) if ids is not None else self._docs
+        prefix = passes.heading_prefix
         for doc in docs:
-            if doc is None or (sources is not None and doc.source not in sources):
-                continue
-            if where is not None and not matches(doc.metadata, where):
+            if doc is None or not passes.admits(doc.doc_id, doc.metadata):
                 continue
             if prefix is None:
                 mask[doc.labels] = True
@@ -602,9 +598,14 @@ class Index:
         trim: bool = False,
         window_tokens: int | None = None,
         spread: float | None = None,
+        filter: Filter | None = None,
+        max_chars: int | None = None,
     ) -> Payload:
         """Hits -> passages (native code, microseconds). ``hits`` may also be a list of spans
-        ``(doc_id, start, end, score)`` found elsewhere (see :meth:`hits_for`).
+        ``(doc_id, start, end, score)`` found elsewhere (see :meth:`hits_for`). A hit names a
+        leaf by its document and span, which must be a leaf of a document ``filter`` passes
+        (ValueError naming the hit, whether the document is missing or filtered out): the
+        rest of the hit (its label, text) is read from the index, not trusted.
 
         ``spread=decay`` first decides from the hits alone what deserves the budget: each
         hit lends the leaves up to 4 away in its section ``decay**d`` of its relevance (its
@@ -629,7 +630,9 @@ class Index:
         skips it, ``"stop"`` stops there, ``trim=True`` cuts it to whole sentences
         around its best hit and stops. So the best hit is sent whenever its own
         expansion fits the budget. Hits left out are in ``dropped``. ``order="document"`` groups passages by document (documents by
-        their best passage) in text order. It takes no lock of the index: the
+        their best passage) in text order. The payload holds at most ``max_chars`` characters,
+        and 32 per token of ``budget_tokens`` (a word the tokenizer cannot split is one token
+        however long). It takes no lock of the index: the
         expander's own keeps its documents whole while it reads them, so expanding
         waits for a writer's part in the expander only, not for its graph updates.
 
@@ -637,13 +640,18 @@ class Index:
         >>> print(payload.render())  # doctest: +SKIP
         """
         if are_spans(hits):
-            hits = self.hits_for(cast("Sequence[tuple[str, int, int, float]]", hits))
-        return expansion.expand(
-            self._expander,
-            cast("Iterable[Hit]", hits),
-            self._metadata_of if self._with_metadata else None,
-            self._layout,
-            len(self.parent_tokens) + 1,
+            found = self.hits_for(cast("Sequence[tuple[str, int, int, float]]", hits), filter=filter)
+        else:
+            passes = filter or Filter()
+
+            def layout_of(doc_id: str) -> LeafLayout | None:
+                slot = self._slot_of.get(doc_id)
+                doc = self._docs[slot] if slot is not None else None
+                return None if doc is None or not passes.admits(doc_id, doc.metadata) else self._layout(doc_id)
+
+            found = self._hits(*leaf_labels(cast("Iterable[Hit]", hits), layout_of))
+        return self._expand(
+            found,
             spread=spread,
             window=window,
             parent=parent,
@@ -653,22 +661,37 @@ class Index:
             pack=pack,
             trim=trim,
             window_tokens=window_tokens,
+            max_chars=max_chars,
+        )
+
+    def _expand(self, hits: list[Hit], **options: Any) -> Payload:
+        """:meth:`expand` of hits this index made (checked)."""
+        return expansion.expand(
+            self._expander,
+            hits,
+            self._metadata_of if self._with_metadata else None,
+            self._layout,
+            len(self.parent_tokens) + 1,
+            **options,
         )
 
     @reads
-    def hits_for(self, spans: Iterable[tuple[str, int, int, float]]) -> list[Hit]:
+    def hits_for(self, spans: Iterable[tuple[str, int, int, float]], *, filter: Filter | None = None) -> list[Hit]:
         """Hits of the leaves that spans found elsewhere overlap (``(doc_id, start, end, score)``,
         ``str`` offsets of this index's documents: a team's own vector store, a re-ranker), each
         leaf once with the best score of its spans, best first: "index small, send big" beside
-        another store. :meth:`expand` takes such spans directly too.
+        another store. :meth:`expand` takes such spans directly too. A span of a document that
+        is not there, or that ``filter`` excludes, is a KeyError naming it.
 
         >>> index.expand([("guide.md", 120, 180, 0.9)], window=1)  # doctest: +SKIP
         """
         best: dict[int, float] = {}
+        passes = filter or Filter()
         for i, (doc_id, start, end, score) in enumerate(checked_spans(spans)):
-            if doc_id not in self._slot_of:
+            slot = self._slot_of.get(doc_id)
+            doc = self._docs[slot] if slot is not None else None
+            if doc is None or not passes.admits(doc_id, doc.metadata):
                 raise KeyError(f"spans[{i}]: no document {doc_id!r} in the index")
-            doc = self._doc(doc_id)
             if end > len(doc.text):
                 raise ValueError(f"spans[{i}]: {start}-{end} is not a span of {doc_id!r} (0-{len(doc.text)})")
             nodes, leaves, _, _ = self._expander.tree(self._slot_of[doc_id])
@@ -682,7 +705,7 @@ class Index:
         layout = self._layouts.get(doc_id)
         if layout is None:
             nodes, leaves, _, _ = self._expander.tree(self._slot_of[doc_id])
-            layout = LeafLayout(self._doc(doc_id).labels, nodes[leaves, 0], nodes[leaves, 3])
+            layout = LeafLayout(self._doc(doc_id).labels, nodes[leaves, 0], nodes[leaves, 3], nodes[leaves, 1])
             self._layouts[doc_id] = layout
         return layout
 
@@ -706,9 +729,19 @@ class Index:
 
     @reads
     def query(
-        self, question: str, k: int = RECOMMENDED["k"], *, where: Mapping[str, Any] | None = None, **expansion: Any
+        self,
+        question: str,
+        k: int = RECOMMENDED["k"],
+        *,
+        doc_id: str | Collection[str] | None = None,
+        source: str | Collection[str] | None = None,
+        heading_prefix: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        hybrid: bool | None = None,
+        filter: Filter | None = None,
+        **expansion: Any,
     ) -> Payload:
-        """:meth:`search` (of the documents ``where`` accepts) then :meth:`expand` (keyword arguments of :meth:`expand`),
+        """:meth:`search` (its filters) then :meth:`expand` (keyword arguments of :meth:`expand`),
         ``budget_tokens`` 1,000 unless given: the hit leaves in score order while the budget
         lasts (touching leaves become one passage). On the held-back half of the dev set, with
         the search prefix, that beat plain chunks ranked by BM25, dense or both at 500 and 1,000
@@ -717,7 +750,17 @@ class Index:
 
         >>> index.query("how do I install it?").render()  # doctest: +SKIP
         """
-        return self.expand(self.search(question, k=k, where=where), **recommended(expansion))
+        hits = self.search(
+            question,
+            k,
+            doc_id=doc_id,
+            source=source,
+            heading_prefix=heading_prefix,
+            where=where,
+            hybrid=hybrid,
+            filter=filter,
+        )
+        return self._expand(hits, **recommended(expansion))
 
     # -- persistence -------------------------------------------------------
 
@@ -858,7 +901,10 @@ class Index:
         for name, expected in manifest["files"].items():
             if not (folder / name).is_file() or checksum(folder / name) != expected:
                 raise CorruptIndexError(f"corrupt index: {folder / name} is missing or does not match its checksum")
-        tokenizer = Tokenizer.from_file(folder / "tokenizer.json")
+        try:  # kept as text: the next save writes it again after this version is gone
+            tokenizer = Tokenizer.from_str((folder / "tokenizer.json").read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CorruptIndexError(f"corrupt index: cannot read {folder / 'tokenizer.json'}: {exc}") from exc
         if encoder is not None and encoder.dim != manifest["dim"]:
             raise ValueError(f"encoder has dim {encoder.dim}, the index at {root} was built with {manifest['dim']}")
         try:
@@ -969,16 +1015,20 @@ class Index:
         >>> index.query("how do I install it?").render()  # doctest: +SKIP
         """
         root = Path(path)
-        manifest = read_manifest(root)
-        if manifest.get("units") != "tree":
+        manifest = DatasetManifest.read(root)
+        if manifest.units != "tree":
             raise ValueError(f"{root} holds plain chunks; build it with `embed-docs --index` (units='tree')")
-        tree = manifest["chunker"]
-        model = manifest["model"]
+        tree = manifest.chunker
+        model = manifest.model
         if encoder is None and model["name"] != "default":
             raise ValueError(f"{root} was embedded with {model['name']!r}: pass that Encoder")
         if encoder is not None and encoder.dim != model["dim"]:
             raise ValueError(f"encoder has dim {encoder.dim}, the dataset at {root} was embedded with {model['dim']}")
-        settings = TreeSettings.from_dict(tree)
+        try:
+            settings = TreeSettings.from_dict(tree)
+            settings.check()
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"{root / 'manifest.json'}: bad chunker settings ({exc}); rerun the job") from exc
         index = cls(
             encoder,
             leaf_tokens=settings.leaf_tokens,
@@ -988,9 +1038,15 @@ class Index:
             encoder_variant=model.get("variant") or "optimized",
         )
         index._dim = model["dim"]
-        for entry in manifest["shards"]:
-            leaves = pq.read_table(root / entry["file"], columns=["doc_id", "vector"])
-            saved_docs = read_docs(pq.read_table(root / entry["trees"]), entry["trees"])
+        for entry in manifest.shards:
+            leaves = read_shard(entry.verified(root), ["doc_id", "vector"])
+            trees = entry.verified(root, "trees")
+            try:
+                saved_docs = read_docs(read_shard(trees), str(trees))
+            except ValueError as exc:
+                raise InputError(f"{exc}; rerun the job") from exc
+            if len(saved_docs) != entry.docs or leaves.num_rows != entry.rows:
+                raise InputError(f"{trees}: its counts differ from the manifest's; rerun the job")
             index._add_dataset_shard(saved_docs, leaves, threads)
         return index
 

@@ -32,7 +32,9 @@ class CorruptIndexError(ChunkforgeError):
 
 
 def tokenizer_json(tokenizer: Tokenizer) -> str:
-    """The ``tokenizer.json`` text of a tokenizer loaded from a file or the default one."""
+    """The ``tokenizer.json`` text of a tokenizer loaded from a file, from JSON text or the default one."""
+    if tokenizer._json is not None:
+        return tokenizer._json
     if Path(tokenizer.source).is_file():
         return Path(tokenizer.source).read_text(encoding="utf-8")
     if tokenizer.source == DEFAULT_TOKENIZER:

@@ -11,7 +11,7 @@ database (embedded, on local disk or object storage) as four tables:
 - ``commits``: a row per update, naming the version of each table it wrote.
 
 A document's metadata is kept with it (``docs.metadata``) and, for filtering, as ``tags``
-(``field=<value as JSON>``, with a label-list index) on its leaves and parents, so that
+(:func:`~chunkforge.index.filters.tags_of`, with a label-list index) on its leaves and parents, so that
 ``where=`` is pushed down to LanceDB's filters.
 
 An update (the job's next run) deletes the rows of the shards that are gone and adds those of
@@ -32,41 +32,42 @@ expander with a bounded cache, so a query process holds the ANN index's cache, n
 from __future__ import annotations
 
 import asyncio
-import dataclasses
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
 from .._checks import check_int
-from .._io import read_manifest
+from .._dataset import DatasetManifest, ShardEntry
 from .._recommended import RECOMMENDED
 from .._search import int8_cosines, int8_rows
-from ..errors import InputError
+from ..errors import ChunkforgeError, InputError
 from ..tokenizer import Tokenizer
 from . import expansion
 from .bm25 import BM25
-from .expansion import LeafLayout, Order, Pack, recommended
+from .expansion import LeafLayout, Order, Pack, leaf_labels, recommended
+from .filters import TAGS_VERSION, Filter, filter_of, tags_of
 from .fusion import BM25_POOL, DENSE_POOL, fuse
 from .payload import DocumentTree, Hit, Payload
 from .prefix import passage_texts, title_of
 from .trees import (
-    SCALARS,
     SavedDoc,
     TreeSettings,
     are_spans,
-    check_where,
     checked_spans,
     overlapping,
     passages,
     read_docs,
+    read_shard,
     scratch_expander,
 )
 
@@ -128,32 +129,6 @@ async def _checked_out(uri: str, commit: dict[str, Any], session: Any) -> dict[s
         tables[name] = await db.open_table(name)
         await tables[name].checkout(commit[name])
     return tables
-
-
-def tags_of(metadata: Mapping[str, Any]) -> list[str]:
-    """A document's filterable tags: ``field=<value as JSON>`` of each scalar field.
-
-    >>> tags_of({"acl": "public", "year": 2024, "authors": ["a", "b"]})
-    ['acl="public"', 'year=2024']
-    """
-    return [
-        f"{name}={json.dumps(value, ensure_ascii=False)}"
-        for name, value in sorted(metadata.items())
-        if value is None or isinstance(value, SCALARS)
-    ]
-
-
-def where_sql(where: dict[str, list[Any]]) -> str:
-    """A checked ``where`` filter as a LanceDB predicate on ``tags`` (every field must match).
-
-    >>> where_sql({"acl": ["public", "it's"]})
-    'array_has_any(tags, [\\'acl="public"\\', \\'acl="it\\'\\'s"\\'])'
-    """
-    clauses = []
-    for name, values in where.items():
-        tags = ", ".join("'" + tags_of({name: v})[0].replace("'", "''") + "'" for v in values)
-        clauses.append(f"array_has_any(tags, [{tags}])")
-    return " AND ".join(clauses)
 
 
 def parent_key(doc_id: str, passage: int) -> int:
@@ -219,20 +194,24 @@ def _schemas(dim: int) -> dict[str, pa.Schema]:
 
 
 def _shard_rows(
-    root: Path, entry: dict[str, Any], schemas: dict[str, pa.Schema], settings: TreeSettings
+    root: Path, entry: ShardEntry, schemas: dict[str, pa.Schema], settings: TreeSettings
 ) -> dict[str, pa.Table]:
-    """The rows one shard of a tree dataset (cut with ``settings``) puts in each table."""
+    """The rows one shard of a tree dataset (cut with ``settings``) puts in each table (its
+    files' checksums checked first)."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
-    key = Path(entry["file"]).name.split(".")[0]
-    leaves = pq.read_table(root / entry["file"], columns=["doc_id", "passage", "vector"])
-    trees = pq.read_table(root / entry["trees"])
-    docs = read_docs(trees, entry["trees"])
+    key = Path(entry.file).name.split(".")[0]
+    leaves = read_shard(entry.verified(root), ["doc_id", "passage", "vector"])
+    trees_file = entry.verified(root, "trees")
+    trees = read_shard(trees_file)
+    try:
+        docs = read_docs(trees, str(trees_file))
+    except ValueError as exc:
+        raise InputError(f"{exc}; rerun the job") from exc
     counts = [len(d.tree.leaves) for d in docs]
-    if sum(counts) != leaves.num_rows:
-        raise InputError(f"{root / entry['file']}: its leaves do not match its trees; rerun the job")
+    if sum(counts) != leaves.num_rows or len(docs) != entry.docs:
+        raise InputError(f"{root / entry.file}: its leaves do not match its trees; rerun the job")
     tags = [tags_of(d.metadata) for d in docs]
     vectors = leaves.column("vector").combine_chunks()
     if vectors.type.value_type != pa.float32():
@@ -281,6 +260,44 @@ def is_store(path: str | os.PathLike[str]) -> bool:
     return (Path(path) / f"{COMMITS}.lance").is_dir()
 
 
+def is_local(uri: str) -> bool:
+    """Whether ``uri`` is a path on this machine (not ``s3://``, ``gs://``, ``az://``, ...).
+
+    >>> is_local("store.lancedb"), is_local("s3://bucket/store")
+    (True, False)
+    """
+    return "://" not in uri or uri.startswith("file://")
+
+
+def _connect(uri: str) -> Any:
+    """A connection to the store at ``uri`` for reading: a local path that holds no store is a
+    FileNotFoundError, and nothing is created there (LanceDB's ``connect`` makes the folder)."""
+    if is_local(uri) and not is_store(uri.removeprefix("file://")):
+        raise FileNotFoundError(f"no chunkforge store at {uri}")
+    return _lancedb().connect(uri)
+
+
+@contextlib.contextmanager
+def _writing(uri: str) -> Iterator[None]:
+    """Holds a local store for one writer (an advisory lock on its folder, released by the system
+    when the writer dies, kill -9 included); a second writer stops at once with an InputError.
+    A store on object storage has no such lock: LanceDB refuses the second writer's commit."""
+    if not is_local(uri):
+        yield
+        return
+    folder = Path(uri.removeprefix("file://"))
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(f"--lancedb {uri}: another job is writing this store; wait for it") from None
+        yield
+    finally:
+        os.close(fd)
+
+
 def table_names(db: Any) -> set[str]:
     """The names of the tables of a LanceDB connection (every page)."""
     names: set[str] = set()
@@ -295,7 +312,7 @@ def table_names(db: Any) -> set[str]:
 
 def latest_version(uri: str | os.PathLike[str]) -> int | None:
     """The version of the latest commit of the store at ``uri`` (None: no commit yet)."""
-    commit = last_commit(_lancedb().connect(os.fspath(uri)))
+    commit = last_commit(_connect(os.fspath(uri)))
     return None if commit is None else int(commit["version"])
 
 
@@ -329,14 +346,30 @@ def write_store(
     """
     if ann_index not in ANN_INDEXES:
         raise ValueError(f"ann_index must be one of {', '.join(ANN_INDEXES)}, not {ann_index!r}")
+    with _writing(os.fspath(uri)):
+        return _write_store(dataset, uri, ann_min_rows, ann_partitions, ann_index)
+
+
+def _write_store(
+    dataset: str | os.PathLike[str],
+    uri: str | os.PathLike[str],
+    ann_min_rows: int,
+    ann_partitions: int | None,
+    ann_index: AnnIndex,
+) -> int:
+    """:func:`write_store` with the store held."""
     lancedb = _lancedb()
     root = Path(dataset)
-    manifest = read_manifest(root)
-    if manifest.get("units") != "tree":
+    manifest = DatasetManifest.read(root)
+    if manifest.units != "tree":
         raise InputError(f"{root} holds plain chunks; build it with `embed-docs --index` for the store")
-    settings = json.dumps({"tree": manifest["chunker"], "model": manifest["model"]}, sort_keys=True)
-    schemas = _schemas(manifest["model"]["dim"])
-    tree_settings = TreeSettings.from_dict(manifest["chunker"])
+    settings = json.dumps({"tree": manifest.chunker, "model": manifest.model, "tags": TAGS_VERSION}, sort_keys=True)
+    schemas = _schemas(manifest.model["dim"])
+    try:
+        tree_settings = TreeSettings.from_dict(manifest.chunker)
+        tree_settings.check()
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{root / 'manifest.json'}: bad chunker settings ({exc}); rerun the job") from exc
     db = lancedb.connect(os.fspath(uri))
     commit = last_commit(db)
     if commit is not None and commit["settings"] != settings:
@@ -354,7 +387,7 @@ def write_store(
             table = db.create_table(name, schema=schemas[name])
         tables[name] = table
     before = set(json.loads(commit["shards"])) if commit is not None else set()
-    entries = {Path(e["file"]).name.split(".")[0]: e for e in manifest["shards"]}
+    entries = {Path(e.file).name.split(".")[0]: e for e in manifest.shards}
     import pyarrow as pa
 
     gone = sorted(before - set(entries))
@@ -469,21 +502,98 @@ class _Cached:
         self.sections = doc.tree.nodes[doc.tree.leaves, 3]
         self.length, self.size = len(doc.text), RESIDENT_PER_TEXT_BYTE * len(doc.text.encode("utf-8"))
 
-    def label_of(self, hit: Hit) -> int | None:
-        """The label of the leaf ``hit`` names by its span (None: no leaf of this document has it)."""
-        i = int(np.searchsorted(self.starts, hit.start))
-        if i < len(self.starts) and self.starts[i] == hit.start and self.ends[i] == hit.end:
-            return int(self.labels[i])
-        return None
+    @property
+    def layout(self) -> LeafLayout:
+        """The document's leaves (for ``spread`` and for finding a hit's leaf)."""
+        return LeafLayout(self.labels, self.starts, self.sections, self.ends)
+
+
+class StoreError(ChunkforgeError, RuntimeError):
+    """A store that cannot answer (a damaged table or index, a store removed under a reader);
+    the message names the store and the table. Not the caller's fault: the service answers 503."""
+
+
+class _Checkout:
+    """One commit of the store as a reader sees it: its tables at that commit's versions, its
+    settings, and the documents read from it so far (a native expander with a bounded cache).
+    A query runs on one checkout from start to end, so a reload (a new checkout) never changes
+    the tables or the documents under it."""
+
+    def __init__(self, commit: dict[str, Any], tables: dict[str, Any], tokenizer: Tokenizer, cache_bytes: int) -> None:
+        settings = json.loads(commit["settings"])
+        self.version = int(commit["version"])
+        self.tables = tables
+        self.settings = TreeSettings.from_dict(settings["tree"])
+        self.model: dict[str, Any] = settings["model"]
+        self.tags = settings.get("tags", 1)
+        self.level = len(self.settings.parent_tokens) + 1
+        self.cache_bytes = cache_bytes
+        self.lock = threading.Lock()  # the cache and its expander
+        self.expander = scratch_expander(tokenizer)
+        self.cache: OrderedDict[str, _Cached] = OrderedDict()
+        self.cached_bytes = 0
+        self.free: list[int] = []
+        self.next_label = 0
+
+    def load(self, doc_ids: Iterable[str], uri: str) -> dict[str, _Cached]:
+        """The cached entries of those of ``doc_ids`` the store holds (read when missing); the
+        lock is held."""
+        wanted = list(dict.fromkeys(doc_ids))
+        missing = [d for d in wanted if d not in self.cache]
+        if missing:
+            ids = ", ".join("'" + d.replace("'", "''") + "'" for d in missing)
+            rows = _run(self.tables[DOCS].query().where(f"doc_id IN ({ids})").limit(len(missing) + 1).to_arrow())
+            self._insert(read_docs(rows, f"{uri}/{DOCS}"))
+        found = {}
+        for d in wanted:
+            if d in self.cache:
+                self.cache.move_to_end(d)
+                found[d] = self.cache[d]
+        self._evict(keep=set(found))
+        return found
+
+    def _insert(self, docs: list[SavedDoc]) -> None:
+        """Puts ``docs`` into the expander (in one call: tokenized in parallel) and the cache."""
+        labels = []
+        for doc in docs:
+            n = len(doc.tree.leaves)
+            take = min(n, len(self.free))
+            labels.append(self.free[len(self.free) - take :] + list(range(self.next_label, self.next_label + n - take)))
+            del self.free[len(self.free) - take :]
+            self.next_label += n - take
+        trees = [doc.tree for doc in docs]
+        slots = self.expander.add_docs(
+            [doc.text for doc in docs],
+            [t.sentences for t in trees],
+            [t.nodes[:, :4] for t in trees],
+            [t.leaves.tolist() for t in trees],
+            labels,
+            [doc.doc_id for doc in docs],
+            [t.headings for t in trees],
+        )
+        for slot, doc_labels, doc in zip(slots, labels, docs):
+            entry = _Cached(slot, np.asarray(doc_labels, np.int64), doc)
+            self.cache[doc.doc_id] = entry
+            self.cached_bytes += entry.size
+
+    def _evict(self, keep: set[str]) -> None:
+        while self.cached_bytes > self.cache_bytes and len(self.cache) > len(keep):
+            doc_id = next(d for d in self.cache if d not in keep)
+            entry = self.cache.pop(doc_id)
+            self.expander.remove(entry.slot)
+            self.free += entry.labels.tolist()
+            self.cached_bytes -= entry.size
 
 
 class StoreIndex:
     """``search`` / ``expand`` / ``query`` over a LanceDB store written by :func:`write_store`,
-    as :class:`~chunkforge.Index` serves them in memory (same fusion, same packing). Opened at the
-    latest commit; :meth:`reload` moves to a newer one between queries. Safe to share between threads.
+    as :class:`~chunkforge.Index` serves them in memory (same fusion, same packing, same
+    filters). Opened at the latest commit; :meth:`reload` moves to a newer one, and a query
+    running meanwhile finishes on the commit it started on. Safe to share between threads.
     ``cache_bytes``: the documents kept read (resident bytes); ``index_cache_bytes``: LanceDB's cache of
     the index parts read (together, what a query process holds beyond the encoder); ``nprobes``
-    and ``refine_factor``: the ANN search's.
+    and ``refine_factor``: the ANN search's. A path that holds no store is a FileNotFoundError
+    (nothing is created there).
 
     >>> index = StoreIndex("store.lancedb")  # doctest: +SKIP
     >>> index.query("how do I install it?", where={"acl": "public"}).render()  # doctest: +SKIP
@@ -501,7 +611,7 @@ class StoreIndex:
         refine_factor: int = 4,
     ) -> None:
         self.uri = os.fspath(uri)
-        self._db = _lancedb().connect(self.uri)
+        self._db = _connect(self.uri)
         self._encoder = encoder
         self.cache_bytes = check_int("cache_bytes", cache_bytes, 0)
         self.index_cache_bytes = check_int("index_cache_bytes", index_cache_bytes, 0)
@@ -510,9 +620,7 @@ class StoreIndex:
         )
         self.weights = (float(weights[0]), float(weights[1]))
         self.nprobes, self.refine_factor = nprobes, refine_factor
-        self._lock = threading.Lock()  # the cache and its expander
-        self._tables: dict[str, Any] = {}
-        self.version = 0
+        self._at: _Checkout | None = None
         if not self.reload():
             raise FileNotFoundError(f"no chunkforge store at {self.uri} (no commit)")
 
@@ -520,28 +628,38 @@ class StoreIndex:
 
     def reload(self) -> bool:
         """Moves to the store's latest commit when there is a newer one; True when it moved.
-        A query already running finishes on the version it started on."""
+        A query already running finishes on the commit it started on."""
         commit = last_commit(self._db)
-        if commit is None or commit["version"] == self.version:
+        if commit is None or (self._at is not None and commit["version"] == self._at.version):
             return False
-        settings = json.loads(commit["settings"])
         tables = _run(_checked_out(self.uri, commit, self._session))
-        tree = settings["tree"]
-        self.settings = TreeSettings.from_dict(tree)
-        self.model = settings["model"]
-        with self._lock:
-            self._tables = tables
-            self.version = int(commit["version"])
-            self._reset_cache()
+        tokenizer = self._encoder.tokenizer if self._encoder is not None else Tokenizer.default()
+        self._at = _Checkout(commit, tables, tokenizer, self.cache_bytes)
         return True
 
-    def _reset_cache(self) -> None:
-        self.tokenizer = self._encoder.tokenizer if self._encoder is not None else Tokenizer.default()
-        self._expander = scratch_expander(self.tokenizer)
-        self._cache: OrderedDict[str, _Cached] = OrderedDict()
-        self._cached_bytes = 0
-        self._free: list[int] = []
-        self._next_label = 0
+    @property
+    def _now(self) -> _Checkout:
+        assert self._at is not None  # set by __init__
+        return self._at
+
+    @property
+    def version(self) -> int:
+        """The commit this index answers from."""
+        return self._now.version
+
+    @property
+    def settings(self) -> TreeSettings:
+        """How the store's documents were cut."""
+        return self._now.settings
+
+    @property
+    def model(self) -> dict[str, Any]:
+        """The store's model (``name``, ``dim``, ``variant``)."""
+        return self._now.model
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        return self._encoder.tokenizer if self._encoder is not None else Tokenizer.default()
 
     @property
     def encoder(self) -> Encoder:
@@ -555,65 +673,28 @@ class StoreIndex:
         return self._encoder
 
     def __len__(self) -> int:
-        return int(_run(self._tables[DOCS].count_rows()))
+        return int(self._read(self._now.tables[DOCS].count_rows(), DOCS))
 
     @property
     def leaf_count(self) -> int:
         """Number of leaves."""
-        return int(_run(self._tables[LEAVES].count_rows()))
+        return int(self._read(self._now.tables[LEAVES].count_rows(), LEAVES))
+
+    def _read(self, query: Any, table: str) -> Any:
+        """Runs a query of ``table``; a store that cannot answer is a :class:`StoreError`."""
+        try:
+            return _run(query)
+        except (OSError, RuntimeError) as exc:
+            raise StoreError(f"the store {self.uri} cannot be read ({table} table: {exc}); write it again") from exc
 
     # -- documents, read on demand ------------------------------------------
 
-    def _load(self, doc_ids: Iterable[str]) -> dict[str, _Cached]:
-        """The cached entries of ``doc_ids`` (read from the store when missing); the lock is held."""
-        wanted = list(dict.fromkeys(doc_ids))
-        missing = [d for d in wanted if d not in self._cache]
-        if missing:
-            table = self._tables[DOCS]
-            ids = ", ".join("'" + d.replace("'", "''") + "'" for d in missing)
-            rows = _run(table.query().where(f"doc_id IN ({ids})").limit(len(missing) + 1).to_arrow())
-            self._insert(read_docs(rows, f"{self.uri}/{DOCS}"))
-        for d in wanted:
-            if d not in self._cache:
-                raise KeyError(f"no document {d!r} in the store")
-            self._cache.move_to_end(d)
-        found = {d: self._cache[d] for d in wanted}
-        self._evict(keep=set(wanted))
-        return found
-
-    def _insert(self, docs: list[SavedDoc]) -> None:
-        """Puts ``docs`` into the expander (in one call: tokenized in parallel) and the cache."""
-        labels = []
-        for doc in docs:
-            n = len(doc.tree.leaves)
-            take = min(n, len(self._free))
-            labels.append(
-                self._free[len(self._free) - take :] + list(range(self._next_label, self._next_label + n - take))
-            )
-            del self._free[len(self._free) - take :]
-            self._next_label += n - take
-        trees = [doc.tree for doc in docs]
-        slots = self._expander.add_docs(
-            [doc.text for doc in docs],
-            [t.sentences for t in trees],
-            [t.nodes[:, :4] for t in trees],
-            [t.leaves.tolist() for t in trees],
-            labels,
-            [doc.doc_id for doc in docs],
-            [t.headings for t in trees],
-        )
-        for slot, doc_labels, doc in zip(slots, labels, docs):
-            entry = _Cached(slot, np.asarray(doc_labels, np.int64), doc)
-            self._cache[doc.doc_id] = entry
-            self._cached_bytes += entry.size
-
-    def _evict(self, keep: set[str]) -> None:
-        while self._cached_bytes > self.cache_bytes and len(self._cache) > len(keep):
-            doc_id = next(d for d in self._cache if d not in keep)
-            entry = self._cache.pop(doc_id)
-            self._expander.remove(entry.slot)
-            self._free += entry.labels.tolist()
-            self._cached_bytes -= entry.size
+    def _entries(self, at: _Checkout, doc_ids: Iterable[str]) -> dict[str, _Cached]:
+        """The cached entries of those of ``doc_ids`` the store holds; the lock is held."""
+        try:
+            return at.load(doc_ids, self.uri)
+        except (OSError, RuntimeError) as exc:
+            raise StoreError(f"the store {self.uri} cannot be read ({DOCS} table: {exc}); write it again") from exc
 
     def document(self, doc_id: str) -> str:
         """The text of a document."""
@@ -626,14 +707,17 @@ class StoreIndex:
 
     def tree(self, doc_id: str) -> DocumentTree:
         """A document's tree as stored."""
-        with self._lock:
-            entry = self._load([doc_id])[doc_id]
-            return DocumentTree(*self._expander.tree(entry.slot))
+        at = self._now
+        with at.lock:
+            entry = self._entries(at, [doc_id]).get(doc_id)
+            if entry is None:
+                raise KeyError(f"no document {doc_id!r} in the store")
+            return DocumentTree(*at.expander.tree(entry.slot))
 
     def _doc_rows(self, doc_ids: Sequence[str], columns: list[str]) -> list[dict[str, Any]]:
         ids = ", ".join("'" + d.replace("'", "''") + "'" for d in doc_ids)
-        query = self._tables[DOCS].query().where(f"doc_id IN ({ids})").select(columns).limit(len(doc_ids) + 1)
-        rows: list[dict[str, Any]] = _run(query.to_arrow()).to_pylist()
+        query = self._now.tables[DOCS].query().where(f"doc_id IN ({ids})").select(columns).limit(len(doc_ids) + 1)
+        rows: list[dict[str, Any]] = self._read(query.to_arrow(), DOCS).to_pylist()
         if len(rows) < len(doc_ids):
             raise KeyError(f"no document {doc_ids[0]!r} in the store")
         return rows
@@ -650,35 +734,38 @@ class StoreIndex:
         heading_prefix: Sequence[str] | None = None,
         where: Mapping[str, Any] | None = None,
         hybrid: bool | None = None,
+        filter: Filter | None = None,
     ) -> list[Hit]:
         """The ``k`` best leaves for ``query``, best first (see :meth:`chunkforge.Index.search`): the
         nearest leaves (the ANN index) and the leaves of the best parents by BM25 (the full-text
-        index), fused as the in-memory index fuses them; ``where``, ``doc_id`` and ``source`` filter
-        (pushed down to LanceDB's filters).
+        index), fused as the in-memory index fuses them; ``where``, ``doc_id``, ``source`` and
+        ``filter`` narrow it as in memory (pushed down to LanceDB's filters).
 
         >>> [h.doc_id for h in index.search("install", k=3, where={"acl": "public"})]  # doctest: +SKIP
         """
+        return self._search(self._now, query, k, filter_of(filter, doc_id, source, where, heading_prefix), hybrid)
+
+    def _search(self, at: _Checkout, query: str, k: int, passes: Filter, hybrid: bool | None) -> list[Hit]:
         if not isinstance(query, str):
             raise TypeError(f"query must be a str, not {type(query).__name__}")
         k = check_int("k", k, 1)
-        if heading_prefix is not None:
+        if passes.heading_prefix is not None:
             raise ValueError("heading_prefix is not supported by the store; filter by metadata (where=)")
-        checked = check_where(where) or {}
-        if source is not None:
-            checked["source"] = [source] if isinstance(source, str) else list(source)
-        clauses = [where_sql(checked)] if checked else []
-        if doc_id is not None:
-            ids = [doc_id] if isinstance(doc_id, str) else list(doc_id)
-            clauses.append("doc_id IN (" + ", ".join("'" + d.replace("'", "''") + "'" for d in ids) + ")")
-        predicate = " AND ".join(clauses) or None
+        if passes.where is not None and at.tags != TAGS_VERSION:
+            raise InputError(
+                f"the store {self.uri} was written by an earlier chunkforge, whose tags filter otherwise: "
+                "write a new store from the dataset to filter it by metadata"
+            )
+        if passes.nothing:
+            return []
+        predicate = passes.sql()
         hybrid = True if hybrid is None else hybrid
-        tables = self._tables
         vector = self.encoder.embed_query(query)
         if not hybrid:
-            dense = _run(self._nearest(tables[LEAVES], vector, k, predicate))
+            dense = self._read(self._nearest(at.tables[LEAVES], vector, k, predicate), LEAVES)
             ranked = sorted(dense.items(), key=lambda item: (-item[1][1], item[0]))[:k]
-            return self._hits([(key, cos) for key, (_, cos) in ranked])
-        dense, bm25 = _run(self._ranked(tables, query, vector, max(k, DENSE_POOL), predicate))
+            return self._hits(at, [(key, cos) for key, (_, cos) in ranked])
+        dense, bm25 = self._read(self._ranked(at.tables, query, vector, max(k, DENSE_POOL), predicate), PARENTS)
         if not dense:
             return []
         keys = list(dense)
@@ -687,7 +774,7 @@ class StoreIndex:
         tie = np.empty(len(keys), np.int64)  # equal scores (leaves of equal text) by (doc_id, leaf)
         tie[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
         order, fused = fuse(cos, lexical, self.weights, tie)
-        return self._hits([(keys[i], float(fused[i])) for i in order[:k].tolist()])
+        return self._hits(at, [(keys[i], float(fused[i])) for i in order[:k].tolist()])
 
     async def _ranked(
         self, tables: dict[str, Any], query: str, vector: np.ndarray, k: int, predicate: str | None
@@ -738,10 +825,7 @@ class StoreIndex:
             clauses.append("parent IN (" + ", ".join(str(parent_key(d, p)) for d, p in sorted(among)) + ")")
         if clauses:
             search = search.where(" AND ".join(clauses))  # before the search (LanceDB's default)
-        try:
-            rows = (await search.select(["doc_id", "passage", "_score"]).to_arrow()).to_pydict()
-        except (ValueError, RuntimeError):  # no term of the query is indexed
-            return {}
+        rows = (await search.select(["doc_id", "passage", "_score"]).to_arrow()).to_pydict()
         return {(d, int(p)): float(s) for d, p, s in zip(rows["doc_id"], rows["passage"], rows["_score"])}
 
     async def _leaves_of(
@@ -759,26 +843,35 @@ class StoreIndex:
         query = leaves.query().where(where).select(["doc_id", "leaf", "passage", "vector"]).limit(1 << 20)
         return _cosines(await query.to_arrow(), vector, int8=True)
 
-    def _hits(self, scored: list[tuple[tuple[str, int], float]]) -> list[Hit]:
+    def _hits(self, at: _Checkout, scored: list[tuple[tuple[str, int], float]]) -> list[Hit]:
         """Hits of ``((doc_id, leaf), score)``, their documents read into the cache."""
         if not scored:
             return []
-        with self._lock:
-            cached = self._load(key[0] for key, _ in scored)
+        with at.lock:
+            cached = self._entries(at, (key[0] for key, _ in scored))
+            if len(cached) < len({key[0] for key, _ in scored}):
+                raise StoreError(
+                    f"the store {self.uri}: a leaf's document is missing from its {DOCS} table; write it again"
+                )
             labels = [int(cached[d].labels[leaf]) for (d, leaf), _ in scored]
-            return self._expander.hits(labels, [s for _, s in scored], len(self.settings.parent_tokens) + 1)
+            return at.expander.hits(labels, [s for _, s in scored], at.level)
 
-    def hits_for(self, spans: Iterable[tuple[str, int, int, float]]) -> list[Hit]:
+    def hits_for(self, spans: Iterable[tuple[str, int, int, float]], *, filter: Filter | None = None) -> list[Hit]:
         """Hits of the leaves that spans found elsewhere overlap (see :meth:`chunkforge.Index.hits_for`)."""
+        return self._hits_for(self._now, spans, filter or Filter())
+
+    def _hits_for(self, at: _Checkout, spans: Iterable[tuple[str, int, int, float]], passes: Filter) -> list[Hit]:
         best: dict[tuple[str, int], float] = {}
-        with self._lock:
+        with at.lock:
             for i, (doc_id, start, end, score) in enumerate(checked_spans(spans)):
-                entry = self._load([doc_id])[doc_id]
+                entry = self._entries(at, [doc_id]).get(doc_id)
+                if entry is None or not passes.admits(doc_id, entry.metadata):
+                    raise KeyError(f"spans[{i}]: no document {doc_id!r} in the store")
                 if end > entry.length:
                     raise ValueError(f"spans[{i}]: {start}-{end} is not a span of {doc_id!r} (0-{entry.length})")
                 for leaf in overlapping(entry.starts, entry.ends, start, end):
                     best[(doc_id, leaf)] = max(best.get((doc_id, leaf), float("-inf")), score)
-        return self._hits(sorted(best.items(), key=lambda item: (-item[1], item[0])))
+        return self._hits(at, sorted(best.items(), key=lambda item: (-item[1], item[0])))
 
     # -- expansion ---------------------------------------------------------
 
@@ -795,47 +888,77 @@ class StoreIndex:
         trim: bool = False,
         window_tokens: int | None = None,
         spread: float | None = None,
+        filter: Filter | None = None,
+        max_chars: int | None = None,
     ) -> Payload:
-        """Hits -> passages, as :meth:`chunkforge.Index.expand`: hits made by this store index (or
-        spans ``(doc_id, start, end, score)`` found elsewhere). The payload's metadata is each
-        passage's document's."""
-        given: list[Any] = list(hits)
+        """Hits -> passages, as :meth:`chunkforge.Index.expand`: hits of this store (made by any
+        of its commits: a leaf is found by its document and span) or spans ``(doc_id, start,
+        end, score)`` found elsewhere, of documents ``filter`` passes. The payload's metadata
+        is each passage's document's."""
+        options = {
+            "window": window,
+            "parent": parent,
+            "auto_merge": auto_merge,
+            "budget_tokens": budget_tokens,
+            "order": order,
+            "pack": pack,
+            "trim": trim,
+            "window_tokens": window_tokens,
+            "spread": spread,
+            "max_chars": max_chars,
+        }
+        at, passes, given = self._now, filter or Filter(), list(hits)
         if are_spans(given):
-            given = self.hits_for(cast("Sequence[tuple[str, int, int, float]]", given))
-        if not all(isinstance(h, Hit) for h in given):
-            raise TypeError("hits must be Hits (or spans (doc_id, start, end, score))")
-        hits = cast("list[Hit]", given)
-        with self._lock:
-            cached = self._load(h.doc_id for h in hits)
-            for i, h in enumerate(hits):  # a hit of an older cache or version: relabelled by its span
-                label = cached[h.doc_id].label_of(h)
-                if label is None:
-                    raise ValueError(f"hits[{i}]: {h.doc_id!r} {h.start}-{h.end} is not a leaf of this store")
-                if label != h.leaf:
-                    hits[i] = dataclasses.replace(h, leaf=label)
-            return expansion.expand(
-                self._expander,
-                hits,
-                lambda ps: {p.doc_id: self._cache[p.doc_id].metadata for p in ps},
-                lambda doc_id: LeafLayout(cached[doc_id].labels, cached[doc_id].starts, cached[doc_id].sections),
-                len(self.settings.parent_tokens) + 1,
-                spread=spread,
-                window=window,
-                parent=parent,
-                auto_merge=auto_merge,
-                budget_tokens=budget_tokens,
-                order=order,
-                pack=pack,
-                trim=trim,
-                window_tokens=window_tokens,
+            return self._expand(
+                at, self._hits_for(at, cast("Sequence[tuple[str, int, int, float]]", given), passes), options
             )
+        with at.lock:
+            cached = self._entries(at, (h.doc_id for h in given if isinstance(h, Hit) and isinstance(h.doc_id, str)))
+
+            def layout_of(doc_id: str) -> LeafLayout | None:
+                entry = cached.get(doc_id)
+                return None if entry is None or not passes.admits(doc_id, entry.metadata) else entry.layout
+
+            labels, scores = leaf_labels(cast("list[Hit]", given), layout_of, "this store")
+            found = at.expander.hits(labels, scores, at.level)
+            return self._expand_held(at, found, cached, options)
+
+    def _expand(self, at: _Checkout, hits: list[Hit], options: dict[str, Any]) -> Payload:
+        """The payload of hits made on ``at``."""
+        with at.lock:
+            return self._expand_held(at, hits, self._entries(at, (h.doc_id for h in hits)), options)
+
+    def _expand_held(
+        self, at: _Checkout, hits: list[Hit], cached: dict[str, _Cached], options: dict[str, Any]
+    ) -> Payload:
+        """:meth:`_expand` with the lock held and the hits' documents read."""
+        return expansion.expand(
+            at.expander,
+            hits,
+            lambda ps: {p.doc_id: cached[p.doc_id].metadata for p in ps},
+            lambda doc_id: cached[doc_id].layout,
+            at.level,
+            **options,
+        )
 
     def query(
-        self, question: str, k: int = RECOMMENDED["k"], *, where: Mapping[str, Any] | None = None, **expansion: Any
+        self,
+        question: str,
+        k: int = RECOMMENDED["k"],
+        *,
+        doc_id: str | Collection[str] | None = None,
+        source: str | Collection[str] | None = None,
+        heading_prefix: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        hybrid: bool | None = None,
+        filter: Filter | None = None,
+        **expansion: Any,
     ) -> Payload:
-        """:meth:`search` then :meth:`expand`, ``budget_tokens`` 1,000 unless given (the
-        recommended policy, as :meth:`chunkforge.Index.query`)."""
-        return self.expand(self.search(question, k=k, where=where), **recommended(expansion))
+        """:meth:`search` then :meth:`expand` on one commit, ``budget_tokens`` 1,000 unless given
+        (the recommended policy, as :meth:`chunkforge.Index.query`)."""
+        at = self._now
+        hits = self._search(at, question, k, filter_of(filter, doc_id, source, where, heading_prefix), hybrid)
+        return self._expand(at, hits, recommended(expansion))
 
     def __repr__(self) -> str:
         return f"StoreIndex({self.uri!r}, version {self.version}, {self.leaf_count} leaves)"

@@ -21,6 +21,7 @@ A batch of documents becomes two tables, both cut from one tokenization per docu
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -29,7 +30,7 @@ import numpy as np
 
 from .. import _native
 from .._checks import check_int
-from .._io import Doc, syntax_for_path, syntax_named, text_hash
+from .._io import Doc, is_unicode, syntax_for_path, syntax_named, text_hash
 from ..errors import InputError
 from ..tokenizer import Tokenizer
 from .payload import DocumentTree, Hit, Packed, Passage
@@ -131,36 +132,6 @@ def passages(nodes: np.ndarray, leaves: np.ndarray) -> Passages:
     )
 
 
-SCALARS = (str, int, float, bool)
-
-
-def check_where(where: Mapping[str, Any] | None) -> dict[str, list[Any]] | None:
-    """A metadata filter ``{field: value or [values]}`` as ``{field: [values]}``; TypeError
-    naming the bad field.
-
-    >>> check_where({"acl": "public", "year": [2023, 2024]})
-    {'acl': ['public'], 'year': [2023, 2024]}
-    """
-    if where is None:
-        return None
-    if not isinstance(where, Mapping):
-        raise TypeError(f"where must be a mapping of metadata fields to values, not {type(where).__name__}")
-    out = {}
-    for name, value in where.items():
-        if not isinstance(name, str):
-            raise TypeError(f"where: field names must be str, not {name!r}")
-        values = list(value) if isinstance(value, (list, tuple, set, frozenset)) else [value]
-        if not all(v is None or isinstance(v, SCALARS) for v in values):
-            raise TypeError(f"where[{name!r}] must be a str, number, bool or None, or a list of them")
-        out[name] = values
-    return out
-
-
-def matches(metadata: Mapping[str, Any], where: dict[str, list[Any]]) -> bool:
-    """Whether a document's metadata passes a filter of :func:`check_where` (a missing field is None)."""
-    return all(metadata.get(name) in values for name, values in where.items())
-
-
 def are_spans(hits: object) -> bool:
     """Whether what ``expand`` got is a list of spans ``(doc_id, start, end, score)`` (tuples or
     lists) rather than hits (a :class:`Hit`, or any object with a ``leaf`` and a ``score``)."""
@@ -194,11 +165,23 @@ def overlapping(starts: np.ndarray, ends: np.ndarray, start: int, end: int) -> r
 
 
 def metadata_json(doc_id: str, metadata: dict[str, Any]) -> str:
-    """A document's metadata as JSON (values JSON has no form for are written as strings)."""
+    """A document's metadata as JSON (values JSON has no form for are written as strings);
+    InputError naming the document for metadata that cannot be stored, a lone surrogate
+    (no UTF-8 form) included.
+
+    >>> metadata_json("a.md", {"title": "caf\u00e9"})
+    '{"title": "café"}'
+    """
     try:
-        return json.dumps(metadata, ensure_ascii=False, sort_keys=True, default=str)
+        text = json.dumps(metadata, ensure_ascii=False, sort_keys=True, default=str)
     except (TypeError, ValueError) as exc:
         raise InputError(f"document {doc_id!r}: metadata cannot be stored ({exc})") from exc
+    if not is_unicode(text):
+        field = next(
+            (k for k, v in metadata.items() if not is_unicode(json.dumps({k: v}, ensure_ascii=False, default=str))), "?"
+        )
+        raise InputError(f"document {doc_id!r}: metadata field {field!r} holds a lone surrogate (not valid Unicode)")
+    return text
 
 
 def cut(
@@ -308,6 +291,16 @@ def read_docs(table: pa.Table, where: str) -> list[SavedDoc]:
             raise ValueError(f"{where}: document {doc_id!r}: metadata is not a JSON object")
         out.append(SavedDoc(doc_id, cols["text"][i], metadata, tree))
     return out
+
+
+def read_shard(path: str | os.PathLike[str], columns: list[str] | None = None) -> pa.Table:
+    """A shard file of a dataset, its Parquet pages checked (InputError naming it)."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(path, columns=columns, page_checksum_verification=True)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path} is damaged ({exc}); rerun the job to rebuild it") from exc
 
 
 def _int_lists(table: pa.Table, name: str) -> list[np.ndarray | None]:

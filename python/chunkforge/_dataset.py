@@ -1,0 +1,154 @@
+"""The bulk job's dataset manifest as a type: what the job writes (``manifest.json``, last)
+and what every reader of a dataset (``Index.from_dataset``, the store's writer, the shard
+readers) takes from it, checked once.
+
+A manifest is trusted for nothing it does not prove: each field has its type, every shard
+file lies inside the dataset folder (no absolute path, no ``..``), the shards' counts add up
+to the totals (an entry dropped by hand is found), and a shard file is read only after its
+bytes hash to the SHA-256 the manifest records (:meth:`ShardEntry.verified`). Errors are
+:class:`~chunkforge.errors.InputError` naming the file.
+
+>>> manifest = DatasetManifest.read("vectors")  # doctest: +SKIP
+>>> [entry.docs for entry in manifest.shards][:2]  # doctest: +SKIP
+[64, 64]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ._io import MANIFEST, file_sha256, read_manifest
+from .errors import InputError
+
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _field(where: Path, data: dict[str, Any], name: str, kind: type | tuple[type, ...], what: str) -> Any:
+    value = data.get(name)
+    if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
+        raise InputError(f"{where}: {name!r} must be {what}, not {value!r}; rerun the job")
+    return value
+
+
+def _count(where: Path, data: dict[str, Any], name: str) -> int:
+    value: int = _field(where, data, name, int, "a count")
+    if value < 0:
+        raise InputError(f"{where}: {name!r} must be a count, not {value!r}; rerun the job")
+    return value
+
+
+def _inside(where: Path, name: str) -> str:
+    """A shard file's name, relative and inside the dataset folder."""
+    path = PurePosixPath(name)
+    if not name or path.is_absolute() or ".." in path.parts or "\\" in name or "\0" in name:
+        raise InputError(f"{where}: shard file {name!r} is not a path inside the dataset")
+    return name
+
+
+@dataclass(frozen=True)
+class ShardEntry:
+    """One shard of a dataset: its leaves' (or chunks') file and, with tree units, its
+    documents' trees file, each with its SHA-256, and its counts."""
+
+    file: str
+    file_sha256: str
+    trees: str | None
+    trees_sha256: str | None
+    docs: int
+    rows: int
+    tokens: int
+
+    @classmethod
+    def of(cls, where: Path, entry: Any, trees: bool) -> ShardEntry:
+        if not isinstance(entry, dict):
+            raise InputError(f"{where}: a shard entry must be an object, not {entry!r}; rerun the job")
+        names = ("file", "trees") if trees else ("file",)
+        files: dict[str, str | None] = {"trees": None, "trees_sha256": None}
+        for name in names:
+            files[name] = _inside(where, _field(where, entry, name, str, "a file name"))
+            digest = _field(where, entry, f"{name}_sha256", str, "a SHA-256")
+            if not SHA256.fullmatch(digest):
+                raise InputError(f"{where}: {name}_sha256 of {entry[name]!r} is not a SHA-256; rerun the job")
+            files[f"{name}_sha256"] = digest
+        return cls(
+            str(files["file"]),
+            str(files["file_sha256"]),
+            files["trees"],
+            files["trees_sha256"],
+            _count(where, entry, "docs"),
+            _count(where, entry, "rows"),
+            _count(where, entry, "tokens"),
+        )
+
+    def verified(self, root: str | os.PathLike[str], which: str = "file") -> Path:
+        """The path of this shard's ``which`` file (``"file"`` or ``"trees"``) once its bytes hash
+        to the manifest's SHA-256 (InputError naming it otherwise)."""
+        name, digest = (self.file, self.file_sha256) if which == "file" else (self.trees, self.trees_sha256)
+        if name is None or digest is None:
+            raise InputError(f"{root}: shard {self.file} has no {which} file")
+        path = Path(root) / name
+        try:
+            actual = file_sha256(path)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read it ({exc.strerror or exc}); rerun the job") from exc
+        if actual != digest:
+            raise InputError(f"{path} does not match the SHA-256 its manifest records (damaged?); rerun the job")
+        return path
+
+
+@dataclass(frozen=True)
+class DatasetManifest:
+    """A finished dataset's manifest (see the module): its model, its units (``"tree"``: the
+    index's leaves and trees), its chunker settings, its totals and its shards in order."""
+
+    root: Path
+    model: dict[str, Any]
+    units: str
+    chunker: dict[str, Any]
+    vector_dtype: str
+    with_text: bool
+    docs: int
+    rows: int
+    tokens: int
+    shards: tuple[ShardEntry, ...]
+
+    @classmethod
+    def read(cls, root: str | os.PathLike[str]) -> DatasetManifest:
+        """The manifest of the dataset folder ``root``, checked."""
+        folder = Path(root)
+        data = read_manifest(folder)
+        where = folder / MANIFEST
+        model: dict[str, Any] = _field(where, data, "model", dict, "an object")
+        _field(where, model, "name", str, "a model name")
+        if _count(where, model, "dim") < 1:
+            raise InputError(f"{where}: the model's 'dim' must be at least 1; rerun the job")
+        units = _field(where, data, "units", str, "a unit kind")
+        raw = _field(where, data, "shards", list, "a list of shards")
+        shards = tuple(ShardEntry.of(where, entry, units == "tree") for entry in raw)
+        manifest = cls(
+            folder,
+            model,
+            units,
+            _field(where, data, "chunker", dict, "an object"),
+            _field(where, data, "vector_dtype", str, "a dtype name"),
+            _field(where, data, "with_text", bool, "true or false"),
+            _count(where, data, "docs"),
+            _count(where, data, "rows"),
+            _count(where, data, "tokens"),
+            shards,
+        )
+        for name in ("docs", "rows"):
+            listed = sum(getattr(entry, name) for entry in shards)
+            if listed != getattr(manifest, name):
+                raise InputError(
+                    f"{where}: its shards hold {listed} {name}, its total says {getattr(manifest, name)} "
+                    "(an entry missing?); rerun the job"
+                )
+        files = [entry.file for entry in shards] + [entry.trees for entry in shards if entry.trees]
+        if len(set(files)) != len(files):
+            raise InputError(f"{where}: a shard file is listed twice; rerun the job")
+        return manifest
