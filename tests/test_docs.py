@@ -67,6 +67,8 @@ MODULES = [
     "chunkforge.integrations.langchain",
     "chunkforge.integrations",
     "chunkforge._progress",
+    "chunkforge.readers",
+    "chunkforge.readers.document",
 ]
 
 

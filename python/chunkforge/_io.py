@@ -3,15 +3,26 @@ rule, writing files atomically, the cache folder and the markup of a file name.
 Every command (``chunk``, ``embed``, ``embed-docs``, ``index build``, ``eval``) and
 every writer (CLI outputs, embed parts, ONNX conversions, index files) goes through it.
 
-Reading. Inputs are text files (their path is their id), folders (their files with
-the given suffixes, recursively, in sorted order), JSONL files (``.jsonl``/``.jsonl.gz``,
+Reading. Inputs are text files (their path is their id), source documents (``.html``,
+``.htm``, ``.xhtml``, ``.pdf``, ``.docx``, ``.docling.json``: read by
+:mod:`chunkforge.readers` into Markdown, their provenance in the metadata), folders (their
+files with the given suffixes, recursively, in sorted order), JSONL files (``.jsonl``/``.jsonl.gz``,
 one object a line), Parquet files (``.parquet``, one row a record; needs pyarrow) and
 ``-`` (JSONL records on stdin). A record's id is its ``"doc_id"``, else its ``"id"``
 (``doc_id`` wins when both are there: chunk records carry the document in ``doc_id``
 and their own id in ``id``); its ``"text"`` is the text; every other field is metadata,
-passed through to what is made of it.
+passed through to what is made of it. A record whose ``"format"`` is ``"html"`` or
+``"docling"`` holds that source in its text and is read by that reader (``"main_content":
+true`` leaves an HTML page's navigation and boilerplate out).
 
-Markup. :func:`syntax_for_path` is the one rule: ``.md``/``.markdown`` Markdown,
+Skips. A folder's files of other suffixes are left out, silently. A file of a folder that
+cannot be read (not UTF-8, a scanned PDF, a damaged DOCX, ...) is skipped, not fatal:
+:class:`ReadReport` counts the skips by reason and a one-line summary goes to stderr; a
+folder of which nothing could be read is an :class:`~chunkforge.errors.InputError`. A
+file named on its own is read or is an error.
+
+Markup. :func:`syntax_for_path` is the one rule: ``.md``/``.markdown`` and the source
+documents (read into Markdown) Markdown,
 ``.rst``/``.rst.txt`` reStructuredText, ``.adoc``/``.asciidoc``/``.txt`` AsciiDoc;
 any other name (a record id such as ``"doc-7"``) has no known markup: None, which
 :func:`syntax_or_default` reads as Markdown, :class:`~chunkforge.MarkdownChunker`'s
@@ -44,7 +55,9 @@ import stat
 import sys
 import tempfile
 import zlib
+from collections import Counter
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
@@ -53,7 +66,9 @@ from .errors import InputError
 if TYPE_CHECKING:
     from ._native import Syntax
 
-FOLDER_SUFFIXES = (".md", ".txt", ".rst", ".adoc")
+DOCUMENT_SUFFIXES = (".html", ".htm", ".xhtml", ".pdf", ".docx", ".docling.json")
+"""Source documents, read by :mod:`chunkforge.readers` (the suffixes of ``readers.SUFFIXES``)."""
+FOLDER_SUFFIXES = (".md", ".txt", ".rst", ".adoc", *DOCUMENT_SUFFIXES)
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz")
 PARQUET_SUFFIXES = (".parquet",)
 STDIN = "-"
@@ -278,18 +293,139 @@ def text_hash(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
-def read_documents(paths: Iterable[str], suffixes: tuple[str, ...] = FOLDER_SUFFIXES) -> Iterator[Doc]:
+RECORD_FORMATS = ("html", "docling")
+"""The ``"format"`` values of a record whose text is a source to read (a text field holds no PDF or DOCX bytes)."""
+FORMAT_KEY = "format"
+MAIN_CONTENT_KEY = "main_content"
+
+
+@dataclass
+class ReadReport:
+    """What :func:`read_documents` read and skipped: documents read, and files skipped by reason
+    (with the first few names of each)."""
+
+    read: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def skip(self, path: str, reason: str) -> None:
+        self.skipped[reason] += 1
+        names = self.examples.setdefault(reason, [])
+        if len(names) < 3:
+            names.append(path)
+
+    def summary(self) -> str:
+        """One line: ``skipped 3 files: 2 not valid UTF-8 (a.txt, b.txt), 1 no text layer (scan.pdf)``.
+
+        >>> r = ReadReport(); r.skip("a.bin", "not valid UTF-8"); r.skip("s.pdf", "no text layer"); r.summary()
+        'skipped 2 files: 1 not valid UTF-8 (a.bin), 1 no text layer (s.pdf)'
+        """
+        total = sum(self.skipped.values())
+        parts = []
+        for reason, count in self.skipped.most_common():
+            names = self.examples.get(reason, [])
+            more = ", ..." if count > len(names) else ""
+            parts.append(f"{count} {reason} ({', '.join(names)}{more})")
+        return f"skipped {total} file{'s' if total != 1 else ''}: " + ", ".join(parts)
+
+
+def read_source_file(path: str, main_content: bool = False) -> Doc:
+    """A source document (:data:`DOCUMENT_SUFFIXES`) read into Markdown by its reader, its path as its
+    id; the metadata is the reader's (``syntax``, ``format``, ``title``, ``provenance``)."""
+    from .readers import read_file
+
+    read = read_file(path, main_content=main_content)
+    return Doc(path, read.text, len(read.text.encode("utf-8")), read.metadata())
+
+
+def record_doc(where: str, record: dict[str, Any], doc_id: str | int, text: str, nbytes: int) -> Doc:
+    """The document of a record: its text as it is, or, for a ``"format"`` of :data:`RECORD_FORMATS`,
+    the text read by that format's reader (the reader's metadata over the record's)."""
+    metadata = record_metadata(record)
+    fmt = record.get(FORMAT_KEY)
+    if fmt is None or fmt not in RECORD_FORMATS:
+        if fmt in ("pdf", "docx"):
+            raise InputError(f'{where}: "format": "{fmt}" needs the file itself (a text field holds no {fmt} bytes)')
+        return Doc(doc_id, text, nbytes, metadata)
+    from .readers import read_bytes
+
+    main_content = metadata.pop(MAIN_CONTENT_KEY, False) is True
+    read = read_bytes(text.encode("utf-8"), where, fmt, main_content=main_content)
+    return Doc(doc_id, read.text, len(read.text.encode("utf-8")), {**metadata, **read.metadata()})
+
+
+def read_file_doc(path: str, main_content: bool = False) -> Doc:
+    """A file named as an input: a source document through its reader, any other as UTF-8 text."""
+    if path.lower().endswith(DOCUMENT_SUFFIXES):
+        return read_source_file(path, main_content)
+    return read_text_file(path)
+
+
+def read_documents(
+    paths: Iterable[str],
+    suffixes: tuple[str, ...] = FOLDER_SUFFIXES,
+    report: ReadReport | None = None,
+    main_content: bool = False,
+) -> Iterator[Doc]:
     """All documents of all inputs, lazily, in order; a record without an id is
-    named ``"<path>:<line>"``."""
-    for path in expand(paths, suffixes):
-        if path == STDIN and not stdin_is_jsonl():
+    named ``"<path>:<line>"``. The files of a folder that cannot be read are skipped and
+    counted in ``report`` (by default a summary line goes to stderr at the end); a folder
+    of which nothing is read is an InputError. ``main_content`` applies to HTML files."""
+    own = report is None
+    counts = ReadReport() if report is None else report
+    for path in paths:
+        if os.path.isdir(path):
+            read = ignored = 0
+            for name, known in folder_files(path, suffixes):
+                if not known:
+                    ignored += 1
+                    continue
+                try:
+                    doc = read_file_doc(name, main_content)
+                except InputError as exc:
+                    counts.skip(name, skip_reason(exc))
+                    continue
+                read += 1
+                counts.read += 1
+                yield doc
+            if read == 0:
+                why = [counts.summary()] if counts.skipped else []
+                if ignored:
+                    why.append(
+                        f"{ignored} file{'s' if ignored != 1 else ''} of no known format ({', '.join(suffixes)})"
+                    )
+                raise InputError(f"no documents read from {path}: {'; '.join(why) or 'it holds no files'}")
+        elif path == STDIN and not stdin_is_jsonl():
+            counts.read += 1
             yield read_stdin_text()
         elif is_record_file(path):
             for where, record, nbytes in read_records(path):
                 doc_id = record_doc_id(where, record, default=where)
-                yield Doc(doc_id, record_text(where, record), nbytes, record_metadata(record))
+                counts.read += 1
+                yield record_doc(where, record, doc_id, record_text(where, record), nbytes)
         else:
-            yield read_text_file(path)
+            counts.read += 1
+            yield read_file_doc(path, main_content)
+    if own and counts.skipped:
+        print(f"chunkforge: {counts.summary()}", file=sys.stderr)
+
+
+def folder_files(path: str, suffixes: tuple[str, ...]) -> Iterator[tuple[str, bool]]:
+    """``(file, known)`` for each file of a folder, in sorted order: ``known`` when its name
+    ends in one of ``suffixes`` (the files :func:`expand` gives)."""
+    root = Path(path)
+    for rel in sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file()):
+        yield os.path.join(path, rel), rel.name.endswith(suffixes)
+
+
+def skip_reason(exc: InputError) -> str:
+    """The reason a file was skipped, for :class:`ReadReport`: a reader's own (``no text layer``,
+    ``encrypted``, ``damaged``, ``binary``, ``reader not installed``) or ``not valid UTF-8``,
+    else ``unreadable``."""
+    reason = getattr(exc, "reason", None)
+    if isinstance(reason, str):
+        return reason
+    return "not valid UTF-8" if "not valid UTF-8" in str(exc) else "unreadable"
 
 
 # ---------------------------------------------------------------- markup and cache
@@ -309,7 +445,8 @@ def syntax_named(value: object) -> Syntax | None:
 
 
 def syntax_for_path(name: str) -> Syntax | None:
-    """The markup of a file from its name: ``markdown`` (``.md``, ``.markdown``), ``rst``
+    """The markup of a file from its name: ``markdown`` (``.md``, ``.markdown``, and the source
+    documents of :data:`DOCUMENT_SUFFIXES`, which their readers turn into Markdown), ``rst``
     (``.rst``, and Sphinx's ``.rst.txt`` sources), ``asciidoc`` (``.adoc``, ``.asciidoc``,
     ``.txt``) or None (no known markup).
 
@@ -317,6 +454,8 @@ def syntax_for_path(name: str) -> Syntax | None:
     ('markdown', 'rst', None)
     """
     lower = name.lower()
+    if lower.endswith(DOCUMENT_SUFFIXES):
+        return "markdown"
     if lower.endswith((".rst", ".rst.txt")):
         return "rst"
     if lower.endswith((".md", ".markdown")):

@@ -22,10 +22,10 @@ from .._io import (
     Doc,
     expand,
     is_record_file,
+    read_documents,
     read_records,
-    read_text_file,
+    record_doc,
     record_doc_id,
-    record_metadata,
     record_text,
 )
 from .._options import CODE_SUFFIXES
@@ -53,25 +53,38 @@ def input_files(inputs: Sequence[str], spec: JobSpec) -> Iterator[str]:
 
 def read_inputs(inputs: Sequence[str], spec: JobSpec) -> Iterator[Doc]:
     """All documents of all inputs, lazily and in order, ids as strings: chunkforge's reader
-    (``chunkforge._io``), the id and text taken from ``spec.id_column``/``spec.text_column``."""
-    for name in input_files(inputs, spec):
-        if not is_record_file(name):
-            yield read_text_file(name)
+    (``chunkforge._io``: source documents through :mod:`chunkforge.readers`, a folder's
+    unreadable files skipped and counted), the id and text taken from
+    ``spec.id_column``/``spec.text_column``, a record's ``"format"`` read as in ``_io``."""
+    suffixes = CODE_SUFFIXES if spec.strategy == "code" else FOLDER_SUFFIXES
+    for path in inputs:
+        if os.path.isdir(path) and is_parquet(path):
+            names = list(expand([path], PARQUET_SUFFIXES))
+        elif is_record_file(path):
+            names = [path]
+        else:
+            for doc in read_documents([path], suffixes):
+                yield Doc(str(doc.doc_id), doc.text, doc.nbytes, doc.metadata if spec.units == "tree" else {})
             continue
-        for where, record, nbytes in read_records(name):
-            if spec.text_column != TEXT_KEY:
-                if spec.text_column not in record:
-                    raise InputError(f'{where}: record has no "{spec.text_column}" (text_column)')
-                record = {**record, TEXT_KEY: record[spec.text_column]}
-            if spec.id_column is not None:
-                record = {k: v for k, v in record.items() if k not in ID_KEYS}
-                if spec.id_column not in record:
-                    raise InputError(f'{where}: record has no "{spec.id_column}" (id_column)')
-                record[ID_KEYS[0]] = record[spec.id_column]
-            text = record_text(where, record)
-            doc_id = str(record_doc_id(where, record, default=where))
-            metadata = record_metadata(record) if spec.units == "tree" else {}
-            yield Doc(doc_id, text, nbytes or len(text.encode("utf-8")), metadata)
+        for name in names:
+            yield from _records(name, spec)
+
+
+def _records(name: str, spec: JobSpec) -> Iterator[Doc]:
+    for where, record, nbytes in read_records(name):
+        if spec.text_column != TEXT_KEY:
+            if spec.text_column not in record:
+                raise InputError(f'{where}: record has no "{spec.text_column}" (text_column)')
+            record = {**record, TEXT_KEY: record[spec.text_column]}
+        if spec.id_column is not None:
+            record = {k: v for k, v in record.items() if k not in ID_KEYS}
+            if spec.id_column not in record:
+                raise InputError(f'{where}: record has no "{spec.id_column}" (id_column)')
+            record[ID_KEYS[0]] = record[spec.id_column]
+        text = record_text(where, record)
+        doc_id = str(record_doc_id(where, record, default=where))
+        doc = record_doc(where, record, doc_id, text, nbytes or len(text.encode("utf-8")))
+        yield doc if spec.units == "tree" else doc._replace(metadata={})
 
 
 def count_docs(inputs: Sequence[str], spec: JobSpec) -> int:

@@ -91,16 +91,25 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
 
 
-def read_documents(paths: list[str]) -> Iterator[dict[str, str]]:
+READER_KEYS = ("syntax", "format", "title", "provenance")
+"""The metadata a source document's reader adds (``chunkforge.readers``), kept in the index."""
+
+
+def read_documents(paths: list[str]) -> Iterator[dict[str, Any]]:
     """Documents ``{"id", "text", "source"}`` of files, folders, JSONL and Parquet files
     and stdin (the one reader and id rule of ``chunkforge chunk``); ``source`` is the
-    record's own when it is a string, else the input file (a plain file: its folder)."""
+    record's own when it is a string, else the input file (a plain file: its folder). A
+    document read from HTML, PDF, DOCX or Docling JSON also keeps its reader's
+    ``syntax``, ``format``, ``title`` and ``provenance`` (its pages, for citations)."""
     for path in paths:
         for doc in read_inputs([path]):
             source = doc.metadata.get("source")
             if not isinstance(source, str):
                 source = path if is_record_file(path) else os.path.dirname(str(doc.doc_id))
-            yield {"id": str(doc.doc_id), "text": doc.text, "source": source}
+            record: dict[str, Any] = {"id": str(doc.doc_id), "text": doc.text, "source": source}
+            if "provenance" in doc.metadata:
+                record.update((k, doc.metadata[k]) for k in READER_KEYS if k in doc.metadata)
+            yield record
 
 
 def run(args: argparse.Namespace) -> str:

@@ -9,6 +9,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..readers.document import cite
+
 
 @dataclass(frozen=True, slots=True)
 class Hit:
@@ -98,13 +100,21 @@ class Payload(NamedTuple):
         return sum(p.token_count for p in self.passages)
 
     def render(self) -> str:
-        """The passages as text, each headed by its citation ``[n] doc_id:start-end``.
+        """The passages as text, each headed by its citation ``[n] doc_id:start-end``, with the
+        pages it covers (``p. 3`` / ``p. 3-4``) where its document was read from a PDF (or
+        Docling's JSON) and its metadata carries the reader's provenance
+        (:func:`chunkforge.readers.document.cite`).
 
         >>> Payload([Passage("a.md", 0, 5, 1, 1.0, ("Intro",), (), "Hello, world")]).render()
         '[1] a.md:0-5 (Intro)\\nHello'
+        >>> prov = {"format": "pdf", "blocks": [[0, 5, 3, 72, 90, 300, 120], [7, 12, 4, 72, 60, 300, 80]]}
+        >>> Payload([Passage("m.pdf", 0, 12, 3, 1.0, ("Install",), (), "Hello, world")], (), {"m.pdf": {"provenance": prov}}).render()
+        '[1] m.pdf:0-12 (Install) p. 3-4\\nHello, world'
         """
         blocks = []
         for n, p in enumerate(self.passages, 1):
             where = f" ({' > '.join(p.heading_path)})" if p.heading_path else ""
-            blocks.append(f"[{n}] {p.doc_id}:{p.start}-{p.end}{where}\n{p.text}")
+            citation = cite((self.metadata.get(p.doc_id) or {}).get("provenance"), p.start, p.end)
+            pages = f" {citation.label()}" if citation is not None and citation.pages else ""
+            blocks.append(f"[{n}] {p.doc_id}:{p.start}-{p.end}{where}{pages}\n{p.text}")
         return "\n\n".join(blocks)
