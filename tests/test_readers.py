@@ -425,3 +425,26 @@ def test_bulk_job_reads_documents_and_html_records(tmp_path: Path) -> None:
     assert [d.doc_id for d in docs] == [str(folder / "report.pdf"), "page"]
     assert docs[0].text == read(DATA / "report.pdf").text and docs[0].metadata["provenance"]["format"] == "pdf"
     assert docs[1].text == "# T\n\nBody.\n" and docs[1].metadata["title"] == "T"
+
+
+def test_index_build_and_query_cite_pdf_pages(tmp_path: Path, model_cache, capsys) -> None:
+    pytest.importorskip("hnswlib")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    shutil.copy(DATA / "report.pdf", folder)
+    shutil.copy(DATA / "page.html", folder)
+    out = tmp_path / "idx"
+    assert main(["index", "build", str(folder), "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    question = "which region had the highest revenue in Q3?"
+    assert main(["query", str(out), question, "--k", "3", "--budget-tokens", "200"]) == 0
+    printed = capsys.readouterr().out
+    cited = re.findall(rf"^\[\d+\] {re.escape(str(folder / 'report.pdf'))}:\d+-\d+ \(.*\) p\. \d(-\d)?$", printed, re.M)
+    assert cited, printed
+    # a folder of which nothing can be read builds no empty index
+    scans = tmp_path / "scans"
+    scans.mkdir()
+    shutil.copy(DATA / "scan.pdf", scans)
+    code = main(["index", "build", str(scans), "--out", str(tmp_path / "empty-idx")])
+    one_line_error(code, capsys.readouterr().err, f"no documents read from {scans}", "no text layer")
+    assert not (tmp_path / "empty-idx").exists()

@@ -31,6 +31,7 @@ not paragraphs or reading order; the libraries that do both are AGPL or model-ba
   row, its lines joined; without, each baseline is a row), the vertical rules the
   columns (without, gaps in the characters' x coverage). The first row is the header.
   Tables without rules are read as text.
+- **Leaders.** A contents page's dot leaders (``Scope . . . . 12``) are dropped.
 - **Captions.** A paragraph starting ``Table N`` / ``Figure N`` / ``Fig. N``.
 
 Provenance: each block's 1-based page and box (x0, y0, x1, y1) in points, top-left origin.
@@ -57,6 +58,8 @@ PAGE_NUMBER = re.compile(r"^(page\s*)?([#]+|[ivxlcdm]+)(\s*(of|/)\s*[#]+)?$", re
 CAPTION = re.compile(r"^(table|figure|fig\.)\s*[0-9IVX]+", re.I)
 NUMBERING = re.compile(r"^((chapter|section|appendix|part)\s+)?([0-9]+|[a-z])(\.[0-9]+)*\.?\s+", re.I)
 """A heading's number, which the outline's title often leaves out (``1.2 Scope`` / ``Scope``)."""
+LEADERS = re.compile(r"(?:\s?\.){5,}")
+"""A table of contents' dot leaders (``Scope . . . . . 12``), dropped."""
 BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi", re.I)
 
 
@@ -560,7 +563,7 @@ def _build(
                 box = (round(p.x0, 2), round(p.y0, 2), round(p.x1, 2), round(p.y1, 2))
                 out.table(p.rows, page=p.page, bbox=box)
                 continue
-            text = p.text
+            text = LEADERS.sub(" ", p.text).strip()
             where: dict[str, Any] = {"page": number, "bbox": p.bbox()}
             level = None
             if outline:
