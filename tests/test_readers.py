@@ -448,3 +448,40 @@ def test_index_build_and_query_cite_pdf_pages(tmp_path: Path, model_cache, capsy
     code = main(["index", "build", str(scans), "--out", str(tmp_path / "empty-idx")])
     one_line_error(code, capsys.readouterr().err, f"no documents read from {scans}", "no text layer")
     assert not (tmp_path / "empty-idx").exists()
+
+
+def test_parquet_records_holding_html(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "crawl.parquet"
+    page = (DATA / "page.html").read_text(encoding="utf-8")
+    pq.write_table(pa.table({"id": ["a", "b"], "format": ["html", None], "text": [page, "As it is."]}), path)
+    docs = list(read_documents([str(path)]))
+    assert docs[0].text == read(DATA / "page.html").text and docs[0].metadata["provenance"]["format"] == "html"
+    assert docs[1].text == "As it is." and docs[1].metadata == {"format": None}
+
+
+def test_hostile_html_stays_linear(tmp_path: Path) -> None:
+    import time
+
+    fostered = b"<table>" + b"<tr><td>cell</td></tr>stray text " * 3000 + b"</table>"
+    nul = b"<p>text</p>" * 1000 + b"<p>a\x00b</p>" * 2000  # NUL past the first 8 KiB: not a binary file
+    for data in (fostered, nul):
+        started = time.perf_counter()
+        doc = read_bytes(data, "hostile.html")
+        assert time.perf_counter() - started < 10
+        assert doc.text and doc.blocks[-1].source_start is not None  # the table's cells, the last paragraph
+
+
+def test_embed_docs_index_keeps_provenance_and_cites_pages(tmp_path: Path, model_cache, capsys) -> None:
+    pytest.importorskip("hnswlib")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    shutil.copy(DATA / "report.pdf", folder)
+    shutil.copy(DATA / "report.docx", folder)
+    out = tmp_path / "out"
+    assert main(["embed-docs", str(folder), "--out", str(out), "--index", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["query", str(out), "revenue of the central region", "--k", "3", "--budget-tokens", "200"]) == 0
+    printed = capsys.readouterr().out
+    assert re.search(rf"^\[\d+\] {re.escape(str(folder / 'report.pdf'))}:\d+-\d+ .*p\. \d", printed, re.M), printed

@@ -134,7 +134,11 @@ _MARKUP = re.compile(
     r"|<![^>]*(?:>|\Z)",
     re.S | re.I,
 )
-_ENTITY = re.compile(r"&(?:#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[A-Za-z][A-Za-z0-9]{1,31};?)|\r\n?")
+_ENTITY = re.compile(r"&(?:#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[A-Za-z][A-Za-z0-9]{1,31};?)|\r\n?|\x00")
+MAX_MISSES = 1000
+"""Text nodes searched again from the start when not found ahead (text the parser moved, such
+as text fostered out of a table); past this many a page's other misses stay unaligned, so
+hostile markup costs no quadratic time."""
 
 
 class _Aligner:
@@ -157,12 +161,15 @@ class _Aligner:
         self._text(source, last, len(source), parts, pos)
         self.stream = "".join(parts)
         self.cursor = 0
+        self.misses = 0
 
     def _text(self, source: str, start: int, end: int, parts: list[str], pos: int) -> int:
         at = start
         for m in _ENTITY.finditer(source, start, end):
             raw = m.group()
-            decoded = "\n" if raw[0] == "\r" else html_entities.unescape(raw)
+            decoded = (
+                "\n" if raw[0] == "\r" else "" if raw == "\x00" else html_entities.unescape(raw)
+            )  # NUL: dropped in body text
             if decoded == raw:
                 continue
             if m.start() > at:
@@ -194,6 +201,9 @@ class _Aligner:
             return None
         at = self.stream.find(text, self.cursor)
         if at < 0:
+            self.misses += 1
+            if self.misses > MAX_MISSES:
+                return None
             at = self.stream.find(text)  # the parser moved it (e.g. text fostered out of a table)
             if at < 0:
                 return None
