@@ -24,8 +24,9 @@ not paragraphs or reading order; the libraries that do both are AGPL or model-ba
 - **Headings.** From the outline where the PDF has one (a paragraph whose text, its
   number such as ``1.2`` or ``Chapter 3`` aside, is an outline title of its page; level
   from the outline's depth); otherwise a short
-  paragraph set at least 15% larger than the body's type size (the size of most
-  characters), or bold where the body is not: larger sizes get higher levels.
+  paragraph (three lines at most) set at least 15% larger than the body's type size (the
+  size of most characters), or bold where the body is not and not smaller than it: larger
+  sizes get higher levels, bold before regular at one size.
 - **Tables.** Ruling lines (thin path objects) that touch one another make a table: the
   horizontal rules give the rows (with vertical rules too, each band between rules is a
   row, its lines joined; without, each baseline is a row), the vertical rules the
@@ -53,6 +54,7 @@ GAP_SIZES = 1.5
 EDGE_GAP = 3.0
 PARAGRAPH_SIZES = 1.6
 HEADING_RATIO = 1.15
+BOLD_HEADING_RATIO = 0.95
 RULE_THICKNESS = 2.0
 PAGE_NUMBER = re.compile(r"^(page\s*)?([#]+|[ivxlcdm]+)(\s*(of|/)\s*[#]+)?$", re.I)
 CAPTION = re.compile(r"^(table|figure|fig\.)\s*[0-9IVX]+", re.I)
@@ -60,7 +62,8 @@ NUMBERING = re.compile(r"^((chapter|section|appendix|part)\s+)?([0-9]+|[a-z])(\.
 """A heading's number, which the outline's title often leaves out (``1.2 Scope`` / ``Scope``)."""
 LEADERS = re.compile(r"(?:\s?\.){5,}")
 """A table of contents' dot leaders (``Scope . . . . . 12``), dropped."""
-BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi", re.I)
+BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|^[A-Z]{6}\+?CMBX|^CMBX|^SFBX", re.I)
+"""Bold by its name (TeX's Computer Modern and EC bold fonts are ``CMBX``/``SFBX``, weight 545)."""
 
 
 @dataclass
@@ -193,8 +196,8 @@ def _chars(raw: Any, tp: Any, height: float) -> list[_Char]:
         bold = fonts.get(font)
         if bold is None:
             weight = font_weight(tp, i)
-            bold = fonts[font] = (
-                weight >= 600 if weight > 0 else bool(BOLD_NAME.search(font.decode("latin-1")) or flags.value & 0x40000)
+            bold = fonts[font] = weight >= 600 or bool(
+                BOLD_NAME.search(font.decode("latin-1")) or flags.value & 0x40000
             )
         out.append((ch, x0, height - top.value, x1, height - bottom.value, height - oy.value, font_size(tp, i), bold))
     return out
@@ -536,6 +539,18 @@ def _norm(text: str) -> str:
     return inline(text.translate(_QUOTES)).casefold()
 
 
+def _heading_style(p: _Para, body: float, body_bold: bool) -> tuple[float, bool] | None:
+    """``(size, bold)`` when a paragraph reads as a heading (see the module), else None."""
+    size, bold = p.segs[0].size, p.segs[0].bold
+    if len(p.text) > 200 or len(p.segs) > 3:
+        return None
+    if size >= body * HEADING_RATIO:
+        return size, bold
+    if bold and not body_bold and size >= body * BOLD_HEADING_RATIO and len(p.segs) <= 2:
+        return size, bold
+    return None
+
+
 def _build(
     pages: list[tuple[list[_Seg], list[_Table], float, float]], outline: dict[int, list[tuple[str, int]]], title: str
 ) -> ReadDocument:
@@ -553,7 +568,14 @@ def _build(
                     bold_chars += n if s.bold else 0
     body = sizes.most_common(1)[0][0] if sizes else 10.0
     body_bold = bold_chars * 2 > total
-    heading_sizes = sorted({s for s in sizes if s >= body * HEADING_RATIO}, reverse=True)
+    styles: set[tuple[float, bool]] = set()  # (size, bold) of the paragraphs read as headings
+    for paras in paras_by_page:
+        for p in paras:
+            if isinstance(p, _Para) and not outline:
+                style = _heading_style(p, body, body_bold)
+                if style is not None:
+                    styles.add(style)
+    ranks = sorted(styles, key=lambda st: (-st[0], not st[1]))  # larger first; bold before regular
     out = TextBuilder()
     first_heading = ""
     for number, paras in enumerate(paras_by_page, 1):
@@ -574,11 +596,9 @@ def _build(
                     titles.remove(match)
                     level = match[1]
             elif len(text) <= 200:
-                size = p.segs[0].size
-                if size in heading_sizes:
-                    level = heading_sizes.index(size) + 1
-                elif p.segs[0].bold and not body_bold and size >= body - 0.5 and len(p.segs) <= 2:
-                    level = len(heading_sizes) + 1
+                style = _heading_style(p, body, body_bold)
+                if style is not None:
+                    level = ranks.index(style) + 1
             if level is not None:
                 first_heading = first_heading or inline(text)
                 out.heading(text, level, **where)
