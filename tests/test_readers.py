@@ -485,3 +485,20 @@ def test_embed_docs_index_keeps_provenance_and_cites_pages(tmp_path: Path, model
     assert main(["query", str(out), "revenue of the central region", "--k", "3", "--budget-tokens", "200"]) == 0
     printed = capsys.readouterr().out
     assert re.search(rf"^\[\d+\] {re.escape(str(folder / 'report.pdf'))}:\d+-\d+ .*p\. \d", printed, re.M), printed
+
+
+def test_a_page_of_many_lines_is_read_in_linear_time(tmp_path: Path) -> None:
+    import time
+
+    from reportlab.pdfgen import canvas
+
+    path = tmp_path / "drawing.pdf"
+    c = canvas.Canvas(str(path), invariant=1)
+    for i in range(3000):  # a chart's worth of thin vertical lines: no pairwise grouping
+        c.line(10 + i % 500, 10, 10 + i % 500, 700)
+    c.drawString(100, 750, "A drawing with many lines.")
+    c.showPage()
+    c.save()
+    started = time.perf_counter()
+    assert read_file(path).text == "A drawing with many lines.\n"
+    assert time.perf_counter() - started < 10

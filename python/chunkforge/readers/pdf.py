@@ -31,7 +31,7 @@ not paragraphs or reading order; the libraries that do both are AGPL or model-ba
   horizontal rules give the rows (with vertical rules too, each band between rules is a
   row, its lines joined; without, each baseline is a row), the vertical rules the
   columns (without, gaps in the characters' x coverage). The first row is the header.
-  Tables without rules are read as text.
+  Tables without rules are read as text, and so is a page of over 400 ruling lines (a drawing).
 - **Leaders.** A contents page's dot leaders (``Scope . . . . 12``) are dropped.
 - **Captions.** A paragraph starting ``Table N`` / ``Figure N`` / ``Fig. N``.
 
@@ -56,6 +56,9 @@ PARAGRAPH_SIZES = 1.6
 HEADING_RATIO = 1.15
 BOLD_HEADING_RATIO = 0.95
 RULE_THICKNESS = 2.0
+MAX_RULES = 400
+"""A page with more ruling lines than this (a chart, a drawing) gets no table search: grouping
+them pairwise would cost quadratic time."""
 PAGE_NUMBER = re.compile(r"^(page\s*)?([#]+|[ivxlcdm]+)(\s*(of|/)\s*[#]+)?$", re.I)
 CAPTION = re.compile(r"^(table|figure|fig\.)\s*[0-9IVX]+", re.I)
 NUMBERING = re.compile(r"^((chapter|section|appendix|part)\s+)?([0-9]+|[a-z])(\.[0-9]+)*\.?\s+", re.I)
@@ -264,7 +267,7 @@ def _tables(page: Any, number: int, height: float, chars: list[_Char]) -> list[_
             rules.append((left, height - top, right, height - bottom, True))
         elif w <= RULE_THICKNESS and h >= 6:
             rules.append((left, height - top, right, height - bottom, False))
-    if len(rules) < 3:
+    if not 3 <= len(rules) <= MAX_RULES:
         return []
     parent = list(range(len(rules)))
 
