@@ -20,11 +20,14 @@ from conftest import corpus, start_server, stop
 ROOT = Path(__file__).parents[1]
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
-# every python block of the README and of docs/*.md, as (page, number in the page, code)
+# every python block of the README and of docs/*.md, as (page, number in the page, code, what it
+# prints): a block followed by "It prints:" and a text block must print that (doctest's rules:
+# "..." stands for any text, runs of whitespace are equal)
+BLOCK = re.compile(r"```python\n(.*?)```(?:\n\nIt prints:\n\n```text\n(.*?)```)?", flags=re.S)
 EXAMPLES = [
-    (page.relative_to(ROOT).as_posix(), n + 1, code)
+    (page.relative_to(ROOT).as_posix(), n + 1, code, printed or None)
     for page in PAGES
-    for n, code in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S))
+    for n, (code, printed) in enumerate(BLOCK.findall(page.read_text(encoding="utf-8")))
 ]
 MODULES = [
     "chunkforge",
@@ -98,16 +101,20 @@ def test_docstring_examples(name):
 
 
 def test_readme_has_python_examples():
-    assert any(page == "README.md" for page, _, _ in EXAMPLES)
+    assert any(page == "README.md" for page, _, _, _ in EXAMPLES)
+    assert any(printed for page, _, _, printed in EXAMPLES if page == "README.md")
 
 
-@pytest.mark.parametrize(("page", "number", "code"), EXAMPLES, ids=[f"{p}-block{n}" for p, n, _ in EXAMPLES])
-def test_example_runs_as_a_script(page, number, code, tmp_path, model_cache, request):
+@pytest.mark.parametrize(
+    ("page", "number", "code", "printed"), EXAMPLES, ids=[f"{p}-block{n}" for p, n, _, _ in EXAMPLES]
+)
+def test_example_runs_as_a_script(page, number, code, printed, tmp_path, model_cache, request):
     """Each python block of the README and docs/, saved as a script and run as a user runs it:
     a fresh interpreter, ``python example.py`` in an empty folder (``__name__ == "__main__"``,
     spawned process pools importing the script again), with this chunkforge and the shared model cache.
     A block that calls the service at its default address runs against a real ``chunkforge
-    serve`` (of an index of the shipped corpus, on a free port in place of 8000)."""
+    serve`` (of an index of the shipped corpus, on a free port in place of 8000). A block whose
+    page shows what it prints must print that."""
     if SERVICE_URL in code:
         code = code.replace(SERVICE_URL, request.getfixturevalue("service"))
     script = tmp_path / "example.py"
@@ -118,3 +125,8 @@ def test_example_runs_as_a_script(page, number, code, tmp_path, model_cache, req
         [sys.executable, script.name], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
     )
     assert run.returncode == 0, f"{page}, python block {number}, failed:\n{run.stderr[-4000:]}"
+    if printed is not None:
+        checker, flags = doctest.OutputChecker(), doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+        assert checker.check_output(printed, run.stdout, flags), (
+            f"{page}, python block {number}, printed other than the page shows:\n{run.stdout[-4000:]}"
+        )

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
-from .._io import MANIFEST
 from .._recommended import RECOMMENDED
 from ..errors import InputError
 from ._common import load_index_encoder
@@ -77,40 +75,40 @@ def add_parser(commands: Any) -> None:
     query.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
 
 
-def is_dataset(path: str) -> bool:
-    """A folder the bulk job wrote (its manifest), not a saved index (its ``CURRENT``)."""
-    return (Path(path) / MANIFEST).is_file() and not (Path(path) / "CURRENT").exists()
+def where_filter(pairs: list[str] | None, flag: str = "--where") -> dict[str, list[Any]] | None:
+    """``--where FIELD=VALUE`` flags as a metadata filter: VALUE is a number, ``true``,
+    ``false`` or ``null`` when it reads as one in JSON, else the string itself.
 
-
-def where_filter(pairs: list[str] | None) -> dict[str, list[str]] | None:
-    """``--where FIELD=VALUE`` flags as a metadata filter."""
+    >>> where_filter(["acl=public", "year=2024", "acl=staff", "draft=false"])
+    {'acl': ['public', 'staff'], 'year': [2024], 'draft': [False]}
+    """
     if not pairs:
         return None
-    where: dict[str, list[str]] = {}
+    where: dict[str, list[Any]] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name:
-            raise InputError(f"--where must be FIELD=VALUE, not {pair!r}")
-        where.setdefault(name, []).append(value)
+            raise InputError(f"{flag} must be FIELD=VALUE, not {pair!r}")
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = value
+        if isinstance(parsed, (dict, list, str)) or (isinstance(parsed, float) and parsed != parsed):
+            parsed = value
+        where.setdefault(name, []).append(parsed)
     return where
 
 
 def run(args: argparse.Namespace) -> str:
     """The ``query`` command; returns the summary line."""
     try:
-        from ..index import CorruptIndexError, Index
         from ..index.expansion import recommended
-        from ..index.store import is_store
+        from ..serve.source import SourceError, open_index
     except ImportError as exc:
         raise InputError(str(exc)) from exc
     try:
-        if is_store(args.index):
-            index: Any = Index.open(args.index)
-        elif is_dataset(args.index):
-            index = Index.from_dataset(args.index)
-        else:
-            index = Index.load(args.index)
-    except (FileNotFoundError, CorruptIndexError, ValueError) as exc:
+        index: Any = open_index(args.index)
+    except SourceError as exc:
         raise InputError(str(exc)) from exc
     load_index_encoder(index)
     try:

@@ -41,6 +41,36 @@ def add_parser(commands: Any) -> None:
         metavar="S",
         help="seconds between looks for a new saved version (default 1.0; 0: never reload)",
     )
+    serve.add_argument(
+        "--pin-where",
+        action="append",
+        metavar="FIELD=VALUE",
+        help="hold every request, /expand included, to documents whose metadata FIELD is VALUE (repeatable; "
+        "a field given twice takes either value; VALUE is read as JSON when it is a number, true, false or null)",
+    )
+    serve.add_argument(
+        "--filter-header",
+        metavar="NAME",
+        help='answer only requests carrying header NAME, a JSON filter {"where": ..., "source": ..., "doc_id": ...} '
+        "set per user by a proxy in front, and hold each to it (see docs/serve.md)",
+    )
+    serve.add_argument(
+        "--request-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds for a request's head and body to arrive, else the connection is closed (default 10.0)",
+    )
+    serve.add_argument(
+        "--max-connections", type=int, default=1000, metavar="N", help="open connections per worker (default 1000)"
+    )
+    serve.add_argument(
+        "--max-answer-chars",
+        type=int,
+        default=4_000_000,
+        metavar="N",
+        help="characters of text in one answer (default 4000000)",
+    )
     serve.add_argument("-v", "--verbose", action="store_true", help="log each request")
 
 
@@ -51,6 +81,8 @@ def run(args: argparse.Namespace) -> str:
 
         from ..serve import Settings, SourceError, create_app, source_for
         from ..serve.app import SETTINGS_ENV, settings_environment
+        from ..serve.protocol import GuardedH11Protocol
+        from .query import where_filter
     except ImportError as exc:
         raise InputError(f'{exc}: pip install "chunkforge[serve]"') from exc
     for flag, value, least in (
@@ -58,18 +90,30 @@ def run(args: argparse.Namespace) -> str:
         ("--workers", args.workers, 1),
         ("--threads", args.threads, 1),
         ("--max-body", args.max_body, 1),
+        ("--max-connections", args.max_connections, 1),
+        ("--max-answer-chars", args.max_answer_chars, 1),
     ):
         if value < least:
             raise InputError(f"{flag} must be at least {least}, not {value}")
     if args.port > 65535:
         raise InputError(f"--port must be at most 65535, not {args.port}")
-    if not args.timeout > 0 or not args.reload_interval >= 0:
-        raise InputError("--timeout must be positive and --reload-interval not negative")
+    if not args.timeout > 0 or not args.reload_interval >= 0 or not args.request_timeout > 0:
+        raise InputError("--timeout and --request-timeout must be positive and --reload-interval not negative")
+    pin = where_filter(args.pin_where, "--pin-where")
+    if pin is not None:
+        from ..index.filters import Filter
+
+        Filter.of(where=pin)  # a bad value is an error now, not at the first request
     settings = Settings(
         timeout_s=args.timeout,
         max_body_bytes=args.max_body,
         reload_interval_s=args.reload_interval,
         threads=args.threads,
+        max_answer_chars=args.max_answer_chars,
+        request_timeout_s=args.request_timeout,
+        max_connections=args.max_connections,
+        pin=pin,
+        filter_header=args.filter_header,
     )
     try:  # a busy port is a one-line error here, not uvicorn's log and exit 3 after the index loaded
         socket.create_server(
@@ -84,7 +128,14 @@ def run(args: argparse.Namespace) -> str:
         if args.workers == 1:
             app = create_app(source, settings)
             print(f"chunkforge serve: {args.index} ({app.state.service.served.version}) on {url}", file=sys.stderr)
-            uvicorn.run(app, host=args.host, port=args.port, log_level=log_level, access_log=args.verbose)
+            uvicorn.run(
+                app,
+                host=args.host,
+                port=args.port,
+                log_level=log_level,
+                access_log=args.verbose,
+                http=GuardedH11Protocol,
+            )
         else:
             source.probe()  # each worker opens the index itself
             print(f"chunkforge serve: {args.index} on {url}, {args.workers} workers", file=sys.stderr)
@@ -97,6 +148,7 @@ def run(args: argparse.Namespace) -> str:
                 workers=args.workers,
                 log_level=log_level,
                 access_log=args.verbose,
+                http=GuardedH11Protocol,
             )
     except SourceError as exc:
         raise InputError(str(exc)) from exc

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import zlib
 from collections.abc import Iterator
 from importlib import resources
@@ -108,13 +109,38 @@ def version_folder(root: Path) -> Path:
     pointer = root / "CURRENT"
     if not pointer.is_file():
         raise CorruptIndexError(f"{root} is not a chunkforge index (no CURRENT file)")
-    try:
-        name = pointer.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CorruptIndexError(f"corrupt index: cannot read {pointer}: {exc}") from exc
+    name = read_pointer(pointer)
     if not VERSION.fullmatch(name):
         raise CorruptIndexError(f"corrupt index: {pointer} names {name!r}, not a version folder (v-<n>) of the index")
     return root / name
+
+
+POINTER_BYTES = 64
+"""The most of ``CURRENT`` read (a version's name is about 9 bytes)."""
+
+
+def read_pointer(pointer: Path) -> str:
+    """The version name in ``CURRENT``: a regular file (not a FIFO, a device or ``/dev/zero``
+    behind a link: opened without blocking, checked before it is read) of at most
+    :data:`POINTER_BYTES`; CorruptIndexError naming it otherwise."""
+    try:
+        fd = os.open(pointer, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise CorruptIndexError(f"corrupt index: cannot read {pointer}: {exc.strerror or exc}") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CorruptIndexError(f"corrupt index: {pointer} is not a regular file")
+        data = os.read(fd, POINTER_BYTES + 1)
+    except OSError as exc:
+        raise CorruptIndexError(f"corrupt index: cannot read {pointer}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+    if len(data) > POINTER_BYTES:
+        raise CorruptIndexError(f"corrupt index: {pointer} is longer than {POINTER_BYTES} bytes")
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise CorruptIndexError(f"corrupt index: {pointer} is not UTF-8") from exc
 
 
 def check_labels(labels: np.ndarray, manifest: dict[str, Any], path: Path) -> None:

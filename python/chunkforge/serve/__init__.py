@@ -21,7 +21,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .app import Settings, create_app
     from .client import ServedPassage, ServedPayload, ServiceClient, ServiceError
-    from .source import SavedIndex, SavedIndexSource, Servable, Source, SourceError, StoreSource, source_for
+    from .source import (
+        DatasetSource,
+        SavedIndex,
+        SavedIndexSource,
+        Servable,
+        Source,
+        SourceError,
+        StoreSource,
+        open_index,
+        source_for,
+    )
 
 _MODULES = {
     "Settings": ".app",
@@ -30,6 +40,8 @@ _MODULES = {
     "ServedPayload": ".client",
     "ServiceClient": ".client",
     "ServiceError": ".client",
+    "DatasetSource": ".source",
+    "open_index": ".source",
     "SavedIndex": ".source",
     "SavedIndexSource": ".source",
     "Servable": ".source",
@@ -47,6 +59,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "DatasetSource",
+    "open_index",
     "SavedIndex",
     "SavedIndexSource",
     "Servable",

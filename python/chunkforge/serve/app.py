@@ -23,9 +23,12 @@ from typing import Any, TypeVar
 
 import pydantic_core
 from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from ..index import Hit, Passage, Payload
+from ..index.filters import Filter
+from ..index.store import StoreError
 from .models import (
     ErrorResponse,
     ExpandRequest,
@@ -36,7 +39,8 @@ from .models import (
     SearchResponse,
     StatsResponse,
 )
-from .source import Servable, Source, source_for
+from .protocol import GuardedH11Protocol
+from .source import Servable, Source, SourceError, source_for
 
 log = logging.getLogger("chunkforge.serve")
 T = TypeVar("T")
@@ -51,12 +55,28 @@ class Settings:
     past it), ``reload_interval_s`` between looks for a new version (0: never),
     ``threads`` running searches and expansions at once: more than the cores, since part
     of each request waits (32 served 32 clients at 0.87x the queries/s of 32 threads in
-    process, Python's default pool of 6 at 0.54x: ``benches/results/serve.md``)."""
+    process, Python's default pool of 6 at 0.54x: ``benches/results/serve.md``).
+
+    Limits: ``max_answer_chars`` of text in one answer (a payload's passages, a search's hits:
+    a word the tokenizer cannot split is one token however long, so a token budget alone does
+    not bound an answer); ``request_timeout_s`` for a request's head and body to arrive and
+    ``max_connections`` open at once (:mod:`chunkforge.serve.protocol`).
+
+    Access: ``pin`` is a metadata filter (``{field: value or [values]}``) every request is held
+    to, ``/expand`` included; with ``filter_header``, each request must carry that header, a
+    JSON filter ``{"where": {...}, "source": ..., "doc_id": ...}`` set by a proxy in front
+    (per user), and is held to it too (``docs/serve.md``). Filters only narrow: a request's own
+    filter, the pin and the header's all apply."""
 
     timeout_s: float = 10.0
     max_body_bytes: int = 1 << 20
     reload_interval_s: float = 1.0
     threads: int = 32
+    max_answer_chars: int = 4_000_000
+    request_timeout_s: float = 10.0
+    max_connections: int = 1000
+    pin: dict[str, Any] | None = None
+    filter_header: str | None = None
 
 
 class ErrorAnswer(Exception):
@@ -74,6 +94,7 @@ class Service:
     def __init__(self, source: Source, settings: Settings) -> None:
         self.source = source
         self.settings = settings
+        self.pinned = Filter.of(where=settings.pin) if settings.pin is not None else Filter()
         self.served: Servable = source.open(None)
         self.pool = ThreadPoolExecutor(settings.threads, thread_name_prefix="chunkforge-serve")
         self.started = time.monotonic()
@@ -91,6 +112,8 @@ class Service:
             result = await asyncio.wait_for(loop.run_in_executor(self.pool, work), self.settings.timeout_s)
         except asyncio.TimeoutError:
             raise ErrorAnswer(504, f"the request took longer than {self.settings.timeout_s:g} s") from None
+        except (StoreError, SourceError) as exc:  # the index cannot answer: not the caller's fault
+            raise ErrorAnswer(503, f"the index cannot answer: {exc}") from exc
         except (ValueError, TypeError) as exc:
             loc = ["body"] if field is None else ["body", field]
             raise ErrorAnswer(422, [{"loc": loc, "msg": str(exc), "type": "value_error"}]) from exc
@@ -98,6 +121,22 @@ class Service:
             self.in_flight -= 1
         self.requests[path] += 1
         return result
+
+    def filter_for(self, request: Request) -> Filter:
+        """The filter a request is held to: the pinned one, narrowed by the proxy's header."""
+        name = self.settings.filter_header
+        if name is None:
+            return self.pinned
+        raw = request.headers.get(name)
+        if raw is None:
+            raise ErrorAnswer(403, f"this service answers only requests with a {name} header (set by its proxy)")
+        try:
+            given = json.loads(raw)
+            if not isinstance(given, dict) or not set(given) <= {"where", "source", "doc_id"}:
+                raise ValueError('must be a JSON object of "where", "source" and "doc_id"')
+            return self.pinned.narrow(Filter.of(**given))
+        except (ValueError, TypeError) as exc:
+            raise ErrorAnswer(400, f"the {name} header is not a filter: {exc}") from exc
 
     async def watch(self) -> None:
         """Every ``reload_interval_s``: when the source names another version, opens it
@@ -127,6 +166,7 @@ class Service:
 def create_app(source: Source, settings: Settings | None = None) -> FastAPI:
     """The service's app over ``source``, opened now (once per process)."""
     settings = settings or Settings()
+    GuardedH11Protocol.configure(request_timeout_s=settings.request_timeout_s, max_connections=settings.max_connections)
     service = Service(source, settings)
 
     @contextlib.asynccontextmanager
@@ -149,7 +189,12 @@ def create_app(source: Source, settings: Settings | None = None) -> FastAPI:
     )
     app.state.service = service
     errors: dict[int | str, dict[str, Any]] = {
-        400: {"model": ErrorResponse, "description": "a body that cannot be read (not UTF-8)"},
+        400: {
+            "model": ErrorResponse,
+            "description": "a body that cannot be read (not UTF-8), or a filter header that is not a filter",
+        },
+        403: {"model": ErrorResponse, "description": "no filter header, where the service requires one"},
+        503: {"model": ErrorResponse, "description": "the index cannot answer (its store damaged or removed)"},
         413: {"description": "request body over the limit", "content": {"text/plain": {}}},
         504: {"model": ErrorResponse, "description": "the request took longer than the timeout"},
     }
@@ -158,47 +203,68 @@ def create_app(source: Source, settings: Settings | None = None) -> FastAPI:
     async def service_error(request: Request, exc: ErrorAnswer) -> JSONResponse:
         return JSONResponse({"detail": exc.detail}, status_code=exc.status)
 
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> Response:
+        """422 naming each field; the offending values are echoed only where JSON can carry
+        them (a NaN or a lone surrogate made FastAPI's own answer a 500)."""
+        return Response(
+            pydantic_core.to_json({"detail": [_error(e) for e in exc.errors()]}),
+            status_code=422,
+            media_type="application/json",
+        )
+
     @app.post("/search", response_model=SearchResponse, responses=errors)
-    async def search(request: SearchRequest) -> Response:
-        """The best leaves for a query (``Index.search``)."""
-        served = service.served
+    async def search(request: SearchRequest, http: Request) -> Response:
+        """The best leaves for a query (``Index.search``), of the documents the service's
+        filters pass; at most ``max_answer_chars`` of text (``omitted``: the best hits left out)."""
+        served, held = service.served, service.filter_for(http)
         options = _search_options(served, request)
-        hits = await service.run(lambda: served.search(request.query, **options), "/search")
-        return _json({"version": served.version, "hits": _hits(hits)})
+        hits = await service.run(lambda: served.search(request.query, **options, filter=held), "/search")
+        kept = _within(hits, settings.max_answer_chars)
+        return _json({"version": served.version, "hits": _hits(kept), "omitted": len(hits) - len(kept)})
 
     @app.post(
         "/expand",
         response_model=PayloadResponse,
         responses={**errors, 409: {"model": ErrorResponse, "description": "the hits are from another version"}},
     )
-    async def expand(request: ExpandRequest) -> Response:
+    async def expand(request: ExpandRequest, http: Request) -> Response:
         """Hits (from ``/search``) to a payload (``Index.expand``); ``version`` names the
-        version they came from (409 when the service has switched since)."""
-        served = service.served
+        version they came from (409 when the service has switched since). Each hit names a leaf
+        by its document and span, found again in the index (422 for one that names no leaf of a
+        document the service's filters pass): hits open no other text."""
+        served, held = service.served, service.filter_for(http)
         if request.version is not None and request.version != served.version:
             raise ErrorAnswer(
                 409, f"version: the hits are from {request.version}, the service answers from {served.version}"
             )
         hits = [Hit(**{**h.model_dump(), "heading_path": tuple(h.heading_path)}) for h in request.hits]
-        options = request.expand_options()
+        options = {**request.expand_options(), "filter": held, "max_chars": settings.max_answer_chars}
         payload = await service.run(lambda: served.expand(hits, **options), "/expand", "hits")
-        return _json(_payload(served.version, payload))
+        return _json(_payload(served.version, payload, settings.max_answer_chars))
 
     @app.post("/query", response_model=PayloadResponse, responses=errors)
-    async def query(request: QueryRequest) -> Response:
-        """Search then expand in one request (``Index.query``; ``budget_tokens`` 1,000 unless given)."""
-        served = service.served
-        search_options, expand_options = _search_options(served, request), request.expand_options()
+    async def query(request: QueryRequest, http: Request) -> Response:
+        """Search then expand in one request (``Index.query``; ``budget_tokens`` 1,000 unless
+        given), of the documents the service's filters pass."""
+        served, held = service.served, service.filter_for(http)
+        search_options = {**_search_options(served, request), "filter": held}
+        expand_options = {**request.expand_options(), "max_chars": settings.max_answer_chars}
         payload = await service.run(
-            lambda: served.expand(served.search(request.question, **search_options), **expand_options),
-            "/query",
+            lambda: served.query(request.question, **search_options, **expand_options), "/query"
         )
-        return _json(_payload(served.version, payload))
+        return _json(_payload(served.version, payload, settings.max_answer_chars))
 
-    @app.get("/health", response_model=HealthResponse)
-    async def health() -> dict[str, Any]:
-        """``ok`` and the version answered from."""
-        return {"status": "ok", "version": service.served.version}
+    @app.get("/health", response_model=HealthResponse, responses={503: {"model": HealthResponse}})
+    async def health() -> Response:
+        """``ok`` and the version answered from; 503 ``unavailable`` with the reason when the
+        index's source is gone or cannot be read (a store deleted under the service)."""
+        version = service.served.version
+        try:
+            await asyncio.to_thread(service.source.probe)
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the index cannot be trusted to answer
+            return _json({"status": "unavailable", "version": version, "detail": str(exc)}, 503)
+        return _json({"status": "ok", "version": version, "detail": None})
 
     @app.get("/stats", response_model=StatsResponse)
     async def stats() -> dict[str, Any]:
@@ -228,11 +294,37 @@ def _search_options(served: Servable, request: SearchRequest | QueryRequest) -> 
     return options
 
 
-def _json(answer: dict[str, Any]) -> Response:
+def _json(answer: dict[str, Any], status: int = 200) -> Response:
     """The answer as JSON, serialized once (pydantic-core) rather than validated against
     the response model first: the dicts below are built in the models' shape (the API
     contract test checks each answer against the spec)."""
-    return Response(pydantic_core.to_json(answer), media_type="application/json")
+    return Response(pydantic_core.to_json(answer), status_code=status, media_type="application/json")
+
+
+def _error(error: Any) -> dict[str, Any]:
+    """A validation error as the 422 names it: ``loc``, ``msg``, ``type``, and ``input`` when
+    JSON can carry it (not a NaN, not a string holding a lone surrogate)."""
+    out: dict[str, Any] = {
+        "loc": list(error.get("loc", ())),
+        "msg": str(error.get("msg", "")).encode("utf-8", "backslashreplace").decode("utf-8"),
+        "type": str(error.get("type", "")),
+    }
+    try:
+        json.dumps(error.get("input"), allow_nan=False, ensure_ascii=False).encode("utf-8")
+        out["input"] = error.get("input")
+    except (ValueError, TypeError):
+        pass
+    return out
+
+
+def _within(hits: list[Hit], max_chars: int) -> list[Hit]:
+    """The best hits while their texts stay within ``max_chars``."""
+    used = 0
+    for i, h in enumerate(hits):
+        used += len(h.text)
+        if used > max_chars:
+            return hits[:i]
+    return hits
 
 
 def _hit(h: Hit) -> dict[str, Any]:
@@ -265,12 +357,17 @@ def _passage(p: Passage) -> dict[str, Any]:
     }
 
 
-def _payload(version: str, payload: Payload) -> dict[str, Any]:
+def _payload(version: str, payload: Payload, max_chars: int) -> dict[str, Any]:
+    """The payload as the service answers it: the passages (already within ``max_chars``) and
+    the dropped hits while their texts fit what is left (``omitted``: those left out)."""
+    used = sum(p.end - p.start for p in payload.passages)
+    dropped = _within(list(payload.dropped), max(max_chars - used, 0))
     return {
         "version": version,
         "token_count": payload.token_count,
         "passages": [_passage(p) for p in payload.passages],
-        "dropped": _hits(payload.dropped),
+        "dropped": _hits(dropped),
+        "omitted": len(payload.dropped) - len(dropped),
         "metadata": {doc_id: dict(fields) for doc_id, fields in payload.metadata.items()},
     }
 

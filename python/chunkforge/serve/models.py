@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .._recommended import RECOMMENDED
 from ..index.expansion import recommended
@@ -30,11 +30,37 @@ Scalar = str | int | float | bool | None
 """A metadata value a filter names."""
 
 
-class Strict(BaseModel):
-    """A request body: unknown fields are an error (a misspelt option is not ignored), and
-    values are not coerced (``true`` is not a number, ``"3"`` not a count)."""
+def lone_surrogate(value: Any, at: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
+    """Where in a request's values a string holds a lone surrogate (JSON's ``"\\ud800"``: it has
+    no UTF-8 form), or None.
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    >>> lone_surrogate({"question": "ok", "where": {"acl": ["x", "\\ud800"]}})
+    ('where', 'acl', 1)
+    """
+    if isinstance(value, str):
+        return None if value.isascii() or not any("\ud800" <= c <= "\udfff" for c in value) else at
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        for found in (lone_surrogate(key, (*at, key)), lone_surrogate(item, (*at, key))):
+            if found is not None:
+                return found
+    return None
+
+
+class Strict(BaseModel):
+    """A request body: unknown fields are an error (a misspelt option is not ignored), values
+    are not coerced (``true`` is not a number, ``"3"`` not a count), numbers are finite (no
+    ``NaN``, no ``Infinity``) and strings valid Unicode (no lone surrogate)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unicode(cls, data: Any) -> Any:
+        at = lone_surrogate(data)
+        if at is not None:
+            raise ValueError(f"{'.'.join(map(str, at))} holds a lone surrogate (not valid Unicode)")
+        return data
 
 
 class Filters(Strict):
@@ -145,6 +171,7 @@ class PassageModel(BaseModel):
 class SearchResponse(BaseModel):
     version: str
     hits: list[HitModel]
+    omitted: int = Field(0, description="best hits left out because the answer would pass its size limit")
 
 
 class PayloadResponse(BaseModel):
@@ -154,14 +181,19 @@ class PayloadResponse(BaseModel):
     token_count: int
     passages: list[PassageModel]
     dropped: list[HitModel]
+    omitted: int = Field(0, description="dropped hits left out because the answer would pass its size limit")
     metadata: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="each passage's document's metadata (its record's other fields), by doc_id"
     )
 
 
 class HealthResponse(BaseModel):
-    status: Literal["ok"]
+    """``ok`` while the index answers (status 200); ``unavailable`` with the reason (status 503)
+    when its source is gone or damaged (a store deleted under the service)."""
+
+    status: Literal["ok", "unavailable"]
     version: str
+    detail: str | None = None
 
 
 class StatsResponse(BaseModel):

@@ -6,7 +6,10 @@ version is the newest, so the service can switch when a new one appears.
 <chunkforge.index.Index.save>`: its version is the folder ``CURRENT`` names.
 :class:`StoreSource` serves a LanceDB store of :func:`~chunkforge.index.store.write_store`
 (``embed-docs --index --lancedb``): its version is the store's latest commit.
-:func:`source_for` picks the one for a path.
+:class:`DatasetSource` serves the bulk job's own output (``embed-docs --index``), read into
+memory: its version is its manifest's hash. :func:`source_for` picks the one for a path, as
+:func:`open_index` (what ``chunkforge query`` reads) does, so ``serve`` and ``query`` open
+the same things.
 
 >>> source = SavedIndexSource("my-index")  # doctest: +SKIP
 >>> served = source.open(None)  # doctest: +SKIP
@@ -21,10 +24,12 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._io import MANIFEST
 from ..errors import ChunkforgeError
 
 if TYPE_CHECKING:
     from ..index import Hit, Index, Payload
+    from ..index.filters import Filter
     from ..index.store import StoreIndex
 
 
@@ -38,9 +43,11 @@ class Servable(Protocol):
     @property
     def version(self) -> str: ...
 
-    def search(self, query: str, k: int = ...) -> list[Hit]: ...
+    def search(self, query: str, k: int = ..., *, filter: Filter | None = ...) -> list[Hit]: ...
 
     def expand(self, hits: Iterable[Hit], **expansion: Any) -> Payload: ...
+
+    def query(self, question: str, **options: Any) -> Payload: ...
 
 
 class Source(Protocol):
@@ -75,13 +82,25 @@ class SavedIndex:
         heading_prefix: Sequence[str] | None = None,
         where: Mapping[str, Any] | None = None,
         hybrid: bool | None = None,
+        filter: Filter | None = None,
     ) -> list[Hit]:
         return self.index.search(
-            query, k, doc_id=doc_id, source=source, heading_prefix=heading_prefix, where=where, hybrid=hybrid
+            query,
+            k,
+            doc_id=doc_id,
+            source=source,
+            heading_prefix=heading_prefix,
+            where=where,
+            hybrid=hybrid,
+            filter=filter,
         )
 
     def expand(self, hits: Iterable[Hit], **expansion: Any) -> Payload:
         return self.index.expand(hits, **expansion)
+
+    def query(self, question: str, **options: Any) -> Payload:
+        """Search and expansion in one call (the store answers both from one commit)."""
+        return self.index.query(question, **options)
 
     @property
     def documents(self) -> int:
@@ -103,11 +122,14 @@ class SavedIndexSource:
         self.path = Path(path)
 
     def probe(self) -> str:
-        """The version ``CURRENT`` names."""
+        """The version ``CURRENT`` names (a regular file of a few bytes, read without blocking:
+        a FIFO or ``/dev/zero`` put there is an error, not a stall)."""
+        from ..index.storage import CorruptIndexError, version_folder
+
         try:
-            return (self.path / "CURRENT").read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise SourceError(f"{self.path} is not a chunkforge index (cannot read its CURRENT file)") from exc
+            return version_folder(self.path).name
+        except CorruptIndexError as exc:
+            raise SourceError(str(exc)) from exc
 
     def open(self, previous: Servable | None) -> SavedIndex:
         """Loads the version ``CURRENT`` names, with ``previous``'s encoder when it is one
@@ -187,8 +209,64 @@ class StoreSource:
         return SavedIndex(index, commit_name(index.version))
 
 
-def source_for(path: str | os.PathLike[str]) -> SavedIndexSource | StoreSource:
-    """The source of a saved index folder, or of a LanceDB store (a folder with its commits table)."""
+class DatasetSource:
+    """The bulk job's tree dataset (``embed-docs --index``), read into an in-memory index
+    without cutting or embedding again; each new manifest (a rerun of the job) is a new version."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def probe(self) -> str:
+        """``dataset-`` and the first 12 hex digits of the manifest's SHA-256."""
+        import hashlib
+
+        try:
+            data = (self.path / MANIFEST).read_bytes()
+        except OSError as exc:
+            raise SourceError(f"cannot read the dataset at {self.path}: {exc.strerror or exc}") from exc
+        return "dataset-" + hashlib.sha256(data).hexdigest()[:12]
+
+    def open(self, previous: Servable | None) -> SavedIndex:
+        """Reads the dataset (with ``previous``'s encoder when it is one of these) and warms it up."""
+        from ..index import Index
+
+        reused = previous.index if isinstance(previous, SavedIndex) and isinstance(previous.index, Index) else None
+        version = self.probe()
+        try:
+            index = Index.from_dataset(self.path, reused.encoder if reused is not None else None)
+            index.search("warm up", k=1)
+        except (OSError, ImportError, ValueError) as exc:
+            raise SourceError(f"cannot open the dataset at {self.path}: {exc}") from exc
+        return SavedIndex(index, version)
+
+
+def is_dataset(path: str | os.PathLike[str]) -> bool:
+    """A folder the bulk job wrote (its manifest), not a saved index (its ``CURRENT``)."""
+    return (Path(path) / MANIFEST).is_file() and not (Path(path) / "CURRENT").exists()
+
+
+def source_for(path: str | os.PathLike[str]) -> SavedIndexSource | StoreSource | DatasetSource:
+    """The source of a LanceDB store (a folder with its commits table), of the bulk job's
+    dataset folder (its manifest) or of a saved index folder."""
     from ..index.store import is_store
 
-    return StoreSource(path) if is_store(path) else SavedIndexSource(path)
+    if is_store(path):
+        return StoreSource(path)
+    return DatasetSource(path) if is_dataset(path) else SavedIndexSource(path)
+
+
+def open_index(path: str | os.PathLike[str]) -> Index | StoreIndex:
+    """The index at ``path``, whichever of the three :func:`source_for` tells apart (a store is
+    opened, a dataset read into memory, a saved index loaded); SourceError naming it otherwise.
+
+    >>> open_index("store.lancedb").query("how do I install it?").render()  # doctest: +SKIP
+    """
+    from ..index import CorruptIndexError, Index
+    from ..index.store import is_store
+
+    try:
+        if is_store(path):
+            return Index.open(path)
+        return Index.from_dataset(path) if is_dataset(path) else Index.load(path)
+    except (FileNotFoundError, CorruptIndexError, ValueError) as exc:
+        raise SourceError(str(exc)) from exc
