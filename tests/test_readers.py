@@ -502,3 +502,19 @@ def test_a_page_of_many_lines_is_read_in_linear_time(tmp_path: Path) -> None:
     started = time.perf_counter()
     assert read_file(path).text == "A drawing with many lines.\n"
     assert time.perf_counter() - started < 10
+
+
+def test_ray_chunk_rows_read_a_format_column(model_cache) -> None:
+    pa = pytest.importorskip("pyarrow")
+    from dataclasses import asdict
+
+    from chunkforge.bulk.ray import ChunkRows
+    from chunkforge.bulk.spec import JobSpec
+
+    rows = ChunkRows(asdict(JobSpec(with_text=True)))  # the actor's code, called here without a cluster
+    page = "<h1>Bonding</h1><script>SCRIPT-CONTENT-MARKER</script><p>Bonding joins two interfaces.</p>"
+    batch = pa.table({"id": ["a", "b"], "format": ["html", None], "text": [page, "<p>kept as it is</p>"]})
+    out = rows(batch).to_pylist()
+    texts = {r["doc_id"]: r["text"] for r in out}
+    assert "SCRIPT-CONTENT-MARKER" not in texts["a"] and "<h1>" not in texts["a"] and "Bonding joins" in texts["a"]
+    assert texts["b"] == "<p>kept as it is</p>"

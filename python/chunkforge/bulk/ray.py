@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from .._io import ID_KEYS, Doc
+from .._io import FORMAT_KEY, ID_KEYS, MAIN_CONTENT_KEY, Doc, record_doc
 from ..errors import InputError
 from .builder import ShardBuilder
 from .progress import Progress
@@ -68,6 +68,15 @@ class ChunkRows:
                 f"({id_column or ' or '.join(ID_KEYS)!r}); columns: {', '.join(names)}"
             )
         docs = [Doc(str(i), t, len(t)) for i, t in zip(ids, texts)]
+        if FORMAT_KEY in names:  # a column saying which rows hold a source (HTML, Docling JSON) to read
+            formats = batch.column(FORMAT_KEY).to_pylist()
+            main = batch.column(MAIN_CONTENT_KEY).to_pylist() if MAIN_CONTENT_KEY in names else [None] * len(docs)
+            docs = [
+                record_doc(f"document {d.doc_id!r}", {FORMAT_KEY: f, MAIN_CONTENT_KEY: m}, d.doc_id, d.text, d.nbytes)
+                if f is not None
+                else d
+                for d, f, m in zip(docs, formats, main)
+            ]
         table, _, _ = self.builder.embed(self.builder.chunk(docs), use_cache=False)
         return table.replace_schema_metadata(None)
 
@@ -158,7 +167,8 @@ def embed_documents(
     **options: Any,
 ) -> ray.data.Dataset:
     """Chunk rows with vectors of every document of ``docs`` (columns ``id_column`` and
-    ``text_column``): doc_id, chunk_id, start, end, token_count, heading_path, [text],
+    ``text_column``; where a ``format`` column says ``"html"`` or ``"docling"``, the row's text
+    is that source, read by :mod:`chunkforge.readers`, ``main_content`` from its column): doc_id, chunk_id, start, end, token_count, heading_path, [text],
     text_hash, vector. ``options`` are :class:`chunkforge.bulk.JobSpec` fields;
     ``actors`` encoder actors (default: one per GPU, else two), ``batch_size`` documents a call.
 
