@@ -518,3 +518,29 @@ def test_ray_chunk_rows_read_a_format_column(model_cache) -> None:
     texts = {r["doc_id"]: r["text"] for r in out}
     assert "SCRIPT-CONTENT-MARKER" not in texts["a"] and "<h1>" not in texts["a"] and "Bonding joins" in texts["a"]
     assert texts["b"] == "<p>kept as it is</p>"
+
+
+def test_pdf_table_ruled_only_across_keeps_its_header(tmp_path: Path) -> None:
+    from reportlab.pdfgen import canvas
+
+    path = tmp_path / "booktabs.pdf"
+    c = canvas.Canvas(str(path), invariant=1)
+    c.setFont("Helvetica", 10)
+    c.drawString(72, 760, "Libraries used:")
+    rows = [("Package", "Version", "Licence"), ("selectolax", "1.0.2", "MIT"), ("pypdfium2", "5.15", "Apache-2.0")]
+    y = 730
+    c.line(72, y + 14, 400, y + 14)  # top rule, the rule under the header, the bottom rule: no vertical rules
+    for i, row in enumerate(rows):
+        for x, text in zip((76, 200, 300), row):
+            c.drawString(x, y, text)
+        if i == 0:
+            c.line(72, y - 4, 400, y - 4)
+        y -= 16
+    c.line(72, y + 10, 400, y + 10)
+    c.drawString(72, y - 20, "After the table.")
+    c.showPage()
+    c.save()
+    assert read_file(path).text == (
+        "Libraries used:\n\n| Package | Version | Licence |\n| --- | --- | --- |\n"
+        "| selectolax | 1.0.2 | MIT |\n| pypdfium2 | 5.15 | Apache-2.0 |\n\nAfter the table.\n"
+    )

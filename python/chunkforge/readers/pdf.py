@@ -27,10 +27,12 @@ not paragraphs or reading order; the libraries that do both are AGPL or model-ba
   paragraph (three lines at most) set at least 15% larger than the body's type size (the
   size of most characters), or bold where the body is not and not smaller than it: larger
   sizes get higher levels, bold before regular at one size.
-- **Tables.** Ruling lines (thin path objects) that touch one another make a table: the
+- **Tables.** Ruling lines (thin path objects) that touch one another, or horizontal rules
+  of one width at most 120 points apart (a table ruled only across), make a table: the
   horizontal rules give the rows (with vertical rules too, each band between rules is a
   row, its lines joined; without, each baseline is a row), the vertical rules the
-  columns (without, gaps in the characters' x coverage). The first row is the header.
+  columns (without, gaps in the characters' x coverage wider than the type size; two
+  columns at least). The first row is the header.
   Tables without rules are read as text, and so is a page of over 400 ruling lines (a drawing).
 - **Leaders.** A contents page's dot leaders (``Scope . . . . 12``) are dropped.
 - **Captions.** A paragraph starting ``Table N`` / ``Figure N`` / ``Fig. N``.
@@ -57,6 +59,8 @@ HEADING_RATIO = 1.15
 BOLD_HEADING_RATIO = 0.95
 RULE_THICKNESS = 2.0
 MAX_RULES = 400
+STACKED_RULES = 120.0
+"""The largest distance (points) between two horizontal rules of one width that belong to one table."""
 """A page with more ruling lines than this (a chart, a drawing) gets no table search: grouping
 them pairwise would cost quadratic time."""
 PAGE_NUMBER = re.compile(r"^(page\s*)?([#]+|[ivxlcdm]+)(\s*(of|/)\s*[#]+)?$", re.I)
@@ -280,7 +284,12 @@ def _tables(page: Any, number: int, height: float, chars: list[_Char]) -> list[_
     for i, a in enumerate(rules):
         for j in range(i + 1, len(rules)):
             b = rules[j]
-            if a[0] - 2 <= b[2] and b[0] - 2 <= a[2] and a[1] - 2 <= b[3] and b[1] - 2 <= a[3]:
+            touch = a[0] - 2 <= b[2] and b[0] - 2 <= a[2] and a[1] - 2 <= b[3] and b[1] - 2 <= a[3]
+            # rules across only (booktabs): horizontal rules of one width, near one another
+            stacked = (
+                a[4] and b[4] and abs(a[0] - b[0]) <= 3 and abs(a[2] - b[2]) <= 3 and abs(a[1] - b[1]) <= STACKED_RULES
+            )
+            if touch or stacked:
                 parent[find(i)] = find(j)
     groups: dict[int, list[tuple[float, float, float, float, bool]]] = {}
     for i, rule in enumerate(rules):
@@ -301,8 +310,9 @@ def _tables(page: Any, number: int, height: float, chars: list[_Char]) -> list[_
         if not cells:
             continue
         table = _Table(number, x0, y0, x1, y1)
-        table.rows = _cells(cells, hs, vs if len(vs) >= 2 else _gaps(cells), grid=len(vs) >= 2)
-        if table.rows and len(table.rows) >= 2:
+        columns = vs if len(vs) >= 2 else _gaps(cells)
+        table.rows = _cells(cells, hs, columns, grid=len(vs) >= 2)
+        if len(table.rows) >= 2 and len(columns) >= 3:  # two columns at least
             tables.append(table)
     return tables
 
@@ -329,19 +339,41 @@ def _gaps(cells: list[_Char]) -> list[float]:
 
 
 def _cells(chars: list[_Char], hs: list[float], vs: list[float], grid: bool) -> list[list[str]]:
+    """The rows of a table's text. Without vertical rules each baseline is a row. With them
+    each band between horizontal rules is one, unless its first column holds several lines
+    and every other column starts on its first line (rows drawn without rules between them):
+    then each line of the first column starts a row, and the other columns' lines (a cell
+    wrapped over lines) join the row above them."""
     ncols = len(vs) - 1
-    rows: dict[tuple[int, float], list[list[_Char]]] = {}
+    cells: dict[tuple[int, int], list[_Char]] = {}
     for c in chars:
         mid_y, mid_x = (c[2] + c[4]) / 2, (c[1] + c[3]) / 2
         band = sum(1 for h in hs if h < mid_y) - 1
         col = sum(1 for v in vs if v < mid_x) - 1
-        if not 0 <= col < ncols:
-            continue
-        key = (band, 0.0 if grid else round(c[5]))
-        rows.setdefault(key, [[] for _ in range(ncols)])[col].append(c)
-    out = []
-    for key in sorted(rows):
-        out.append([_cell_text(cell) for cell in rows[key]])
+        if 0 <= col < ncols:
+            cells.setdefault((band, col), []).append(c)
+    rows: dict[tuple[int, float], list[list[_Char]]] = {}
+    for band in sorted({b for b, _ in cells}):
+        lines = {
+            col: sorted({round(c[5]) for c in cells[band, col] if not c[0].isspace()})
+            for col in range(ncols)
+            if (band, col) in cells
+        }
+        starts = lines.get(0, [])
+        anchored = not grid or (
+            len(starts) > 1 and all(abs(found[0] - starts[0]) <= 1 for found in lines.values() if found)
+        )
+        for col in lines:
+            for c in cells[band, col]:
+                base = round(c[5])
+                if not grid:
+                    key = float(base)
+                elif anchored:
+                    key = float(max((s for s in starts if s <= base + 1), default=starts[0]))
+                else:
+                    key = 0.0
+                rows.setdefault((band, key), [[] for _ in range(ncols)])[col].append(c)
+    out = [[_cell_text(cell) for cell in rows[key]] for key in sorted(rows)]
     return [r for r in out if any(r)]
 
 
