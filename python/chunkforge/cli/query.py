@@ -102,7 +102,7 @@ def where_filter(pairs: list[str] | None, flag: str = "--where") -> dict[str, li
 def run(args: argparse.Namespace) -> str:
     """The ``query`` command; returns the summary line."""
     try:
-        from ..index.expansion import recommended
+        from ..index.options import ExpandOptions
         from ..serve.source import SourceError, open_index
     except ImportError as exc:
         raise InputError(str(exc)) from exc
@@ -120,24 +120,22 @@ def run(args: argparse.Namespace) -> str:
             heading_prefix=args.heading,
             where=where_filter(args.where),
         )
-        options = recommended(
-            {
-                "window": args.window,
-                "window_tokens": args.window_tokens,
-                "parent": args.parent,
-                "auto_merge": args.auto_merge,
-                **({} if args.spread is None else {"spread": args.spread or None}),
-            }
-        )
-        del options["budget_tokens"]  # the flag's own default
-        payload = index.expand(
-            hits,
-            **options,
+        given = {
+            "window": args.window,
+            "window_tokens": args.window_tokens,
+            "parent": args.parent,
+            "auto_merge": args.auto_merge,
+            **({} if args.spread is None else {"spread": args.spread or None}),
+        }
+        options = ExpandOptions.recommended(
+            None,
+            **{k: v for k, v in given.items() if v not in (None, False) or k == "spread"},
             budget_tokens=args.budget_tokens or None,
             order=args.order,
             pack=args.pack,
             trim=args.trim,
         )
+        payload = index.expand(hits, options)
     except (ValueError, TypeError) as exc:
         raise InputError(str(exc)) from exc
     if args.json:

@@ -1,29 +1,25 @@
-"""Hits -> payload on a native store, one rule for the in-memory index and the store:
-the options checked, the hits' relevance spread to their neighbours, the native
-expansion (microseconds), the passages' metadata.
+"""Hits -> payload on a native store, one rule for the in-memory index and the store: the
+hits' leaves found again, their relevance spread to their neighbours, the native expansion
+(microseconds), the payload bounded in characters, the passages' metadata.
 
->>> check_options(window=1, window_tokens=None, auto_merge=None, budget_tokens=500)
-(1, None, None, 500)
+>>> bound_chars([], [], 10)
+([], [])
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from .._checks import check_int
-from .._recommended import RECOMMENDED
 from ..errors import NotInIndexError
+from .options import ExpandOptions
 from .payload import Hit, Packed, Passage, Payload
 
 if TYPE_CHECKING:
     from .._native import Expander
-
-Order = Literal["score", "document"]
-Pack = Literal["skip", "stop"]
 
 SPREAD_REACH = 4
 """Leaves either side of a hit that :func:`spread_relevance` lends relevance to."""
@@ -111,48 +107,6 @@ def spread_relevance(
     return ranked, [1.0 - missing[label] for label in ranked]
 
 
-def check_options(
-    window: int | None, window_tokens: int | None, auto_merge: float | None, budget_tokens: int | None
-) -> tuple[int | None, int | None, float | None, int | None]:
-    """The expansion options, checked (errors name the option; ``spread``: :func:`check_spread`)."""
-    if window is not None:
-        window = check_int("window", window, 0)
-    if window_tokens is not None:
-        window_tokens = check_int("window_tokens", window_tokens, 1)
-    if auto_merge is not None and (
-        isinstance(auto_merge, bool) or not isinstance(auto_merge, (int, float)) or not 0 <= auto_merge < 1
-    ):
-        raise ValueError(f"auto_merge must be a ratio in [0, 1), not {auto_merge!r}")
-    if budget_tokens is not None:
-        budget_tokens = check_int("budget_tokens", budget_tokens, 0)
-    return window, window_tokens, auto_merge, budget_tokens
-
-
-def recommended(expansion: dict[str, Any]) -> dict[str, Any]:
-    """The expansion options of ``query``: ``budget_tokens`` and, unless another way of
-    widening the hits is asked for, ``spread`` as recommended (``RECOMMENDED``).
-
-    >>> recommended({}), recommended({"window": 1})
-    ({'budget_tokens': 1000, 'spread': None}, {'window': 1, 'budget_tokens': 1000})
-    """
-    out = dict(expansion)
-    out.setdefault("budget_tokens", RECOMMENDED["budget_tokens"])
-    if not any(out.get(name) for name in ("window", "window_tokens", "parent", "auto_merge")):
-        out.setdefault("spread", RECOMMENDED["spread"])
-    return out
-
-
-def check_spread(spread: float | None) -> float | None:
-    """``spread`` checked: None or a decay in [0, 1).
-
-    >>> check_spread(0.5)
-    0.5
-    """
-    if spread is not None and (isinstance(spread, bool) or not isinstance(spread, (int, float)) or not 0 <= spread < 1):
-        raise ValueError(f"spread must be a decay in [0, 1), not {spread!r}")
-    return None if spread is None else float(spread)
-
-
 MAX_CHARS_PER_TOKEN = 32
 """Characters a payload may hold per token of its budget. A token is about 4 characters of
 prose; a word the tokenizer cannot split (over 100 characters for WordPiece) is one token
@@ -187,33 +141,21 @@ def expand(
     metadata_of: Callable[[list[Passage]], Mapping[str, Mapping[str, Any]]] | None,
     layout_of: Callable[[str], LeafLayout],
     level: int,
-    *,
-    max_chars: int | None = None,
-    spread: float | None = None,
-    window: int | None = None,
-    parent: bool = False,
-    auto_merge: float | None = None,
-    budget_tokens: int | None = None,
-    order: Order = "score",
-    pack: Pack = "skip",
-    trim: bool = False,
-    window_tokens: int | None = None,
+    options: ExpandOptions,
 ) -> Payload:
     """The payload of ``hits`` (see :meth:`chunkforge.Index.expand`); ``metadata_of`` gives the
     passages' documents' metadata (None: the documents have none), ``layout_of`` a hit
     document's leaves (for ``spread``), ``level`` the tree level of the hits' ids. The
-    payload holds at most ``max_chars`` characters, and :data:`MAX_CHARS_PER_TOKEN` a token of
-    ``budget_tokens`` (:func:`bound_chars`)."""
-    window, window_tokens, auto_merge, budget_tokens = check_options(window, window_tokens, auto_merge, budget_tokens)
-    decay = check_spread(spread)
-    if decay is not None:
-        labels, utilities = spread_relevance(list(hits), layout_of, decay)
+    payload holds at most ``options.max_chars`` characters, and :data:`MAX_CHARS_PER_TOKEN` a
+    token of ``options.budget_tokens`` (:func:`bound_chars`)."""
+    o = options
+    if o.spread is not None:
+        labels, utilities = spread_relevance(list(hits), layout_of, o.spread)
         hits = expander.hits(labels, utilities, level)
     passages, dropped = expander.expand(
-        hits, window, window_tokens, bool(parent), auto_merge, budget_tokens, order, pack, bool(trim)
+        hits, o.window, o.window_tokens, o.parent, o.auto_merge, o.budget_tokens, o.order, o.pack, o.trim
     )
-    limits = [
-        n for n in (max_chars, None if budget_tokens is None else budget_tokens * MAX_CHARS_PER_TOKEN) if n is not None
-    ]
+    budget = None if o.budget_tokens is None else o.budget_tokens * MAX_CHARS_PER_TOKEN
+    limits = [n for n in (o.max_chars, budget) if n is not None]
     passages, dropped = bound_chars(passages, dropped, min(limits) if limits else None)
     return Payload(passages, dropped, metadata_of(passages) if metadata_of is not None else {})

@@ -24,9 +24,10 @@ from ..errors import InputError
 from ..tokenizer import Tokenizer
 from . import expansion
 from .bm25 import BM25
-from .expansion import LeafLayout, Order, Pack, leaf_labels, recommended
+from .expansion import LeafLayout, leaf_labels
 from .filters import Filter, filter_of
 from .fusion import BM25_POOL, DENSE_POOL, fuse
+from .options import ExpandOptions
 from .payload import DocumentTree, Hit, Passage, Payload
 from .prefix import LeafPrefixer, passage_texts, title_of
 from .storage import (
@@ -588,20 +589,16 @@ class Index:
     def expand(
         self,
         hits: Iterable[Hit] | Sequence[tuple[str, int, int, float]],
+        options: ExpandOptions | None = None,
+        /,
         *,
-        window: int | None = None,
-        parent: bool = False,
-        auto_merge: float | None = None,
-        budget_tokens: int | None = None,
-        order: Order = "score",
-        pack: Pack = "skip",
-        trim: bool = False,
-        window_tokens: int | None = None,
-        spread: float | None = None,
         filter: Filter | None = None,
-        max_chars: int | None = None,
+        **given: Any,
     ) -> Payload:
-        """Hits -> passages (native code, microseconds). ``hits`` may also be a list of spans
+        """Hits -> passages (native code, microseconds), as ``options`` say, with the options
+        ``given`` by name (:class:`~chunkforge.index.options.ExpandOptions`: ``window``,
+        ``window_tokens``, ``parent``, ``auto_merge``, ``spread``, ``budget_tokens``, ``order``,
+        ``pack``, ``trim``, ``max_chars``). ``hits`` may also be a list of spans
         ``(doc_id, start, end, score)`` found elsewhere (see :meth:`hits_for`). A hit names a
         leaf by its document and span, which must be a leaf of a document ``filter`` passes
         (ValueError naming the hit, whether the document is missing or filtered out): the
@@ -639,6 +636,7 @@ class Index:
         >>> payload = index.expand(index.search("install"), window=2, budget_tokens=500)  # doctest: +SKIP
         >>> print(payload.render())  # doctest: +SKIP
         """
+        chosen = ExpandOptions.of(options, **given)
         if are_spans(hits):
             found = self.hits_for(cast("Sequence[tuple[str, int, int, float]]", hits), filter=filter)
         else:
@@ -650,21 +648,9 @@ class Index:
                 return None if doc is None or not passes.admits(doc_id, doc.metadata) else self._layout(doc_id)
 
             found = self._hits(*leaf_labels(cast("Iterable[Hit]", hits), layout_of))
-        return self._expand(
-            found,
-            spread=spread,
-            window=window,
-            parent=parent,
-            auto_merge=auto_merge,
-            budget_tokens=budget_tokens,
-            order=order,
-            pack=pack,
-            trim=trim,
-            window_tokens=window_tokens,
-            max_chars=max_chars,
-        )
+        return self._expand(found, chosen)
 
-    def _expand(self, hits: list[Hit], **options: Any) -> Payload:
+    def _expand(self, hits: list[Hit], options: ExpandOptions) -> Payload:
         """:meth:`expand` of hits this index made (checked)."""
         return expansion.expand(
             self._expander,
@@ -672,7 +658,7 @@ class Index:
             self._metadata_of if self._with_metadata else None,
             self._layout,
             len(self.parent_tokens) + 1,
-            **options,
+            options,
         )
 
     @reads
@@ -739,9 +725,10 @@ class Index:
         where: Mapping[str, Any] | None = None,
         hybrid: bool | None = None,
         filter: Filter | None = None,
-        **expansion: Any,
+        options: ExpandOptions | None = None,
+        **given: Any,
     ) -> Payload:
-        """:meth:`search` (its filters) then :meth:`expand` (keyword arguments of :meth:`expand`),
+        """:meth:`search` (its filters) then :meth:`expand` (``options`` and the options ``given``),
         ``budget_tokens`` 1,000 unless given: the hit leaves in score order while the budget
         lasts (touching leaves become one passage). On the held-back half of the dev set, with
         the search prefix, that beat plain chunks ranked by BM25, dense or both at 500 and 1,000
@@ -760,7 +747,7 @@ class Index:
             hybrid=hybrid,
             filter=filter,
         )
-        return self._expand(hits, **recommended(expansion))
+        return self._expand(hits, ExpandOptions.recommended(options, **given))
 
     # -- persistence -------------------------------------------------------
 

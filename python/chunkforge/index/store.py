@@ -54,9 +54,10 @@ from ..errors import ChunkforgeError, InputError
 from ..tokenizer import Tokenizer
 from . import expansion
 from .bm25 import BM25
-from .expansion import LeafLayout, Order, Pack, leaf_labels, recommended
+from .expansion import LeafLayout, leaf_labels
 from .filters import TAGS_VERSION, Filter, filter_of, tags_of
 from .fusion import BM25_POOL, DENSE_POOL, fuse
+from .options import ExpandOptions
 from .payload import DocumentTree, Hit, Payload
 from .prefix import passage_texts, title_of
 from .trees import (
@@ -878,58 +879,39 @@ class StoreIndex:
     def expand(
         self,
         hits: Iterable[Hit] | Sequence[tuple[str, int, int, float]],
+        options: ExpandOptions | None = None,
+        /,
         *,
-        window: int | None = None,
-        parent: bool = False,
-        auto_merge: float | None = None,
-        budget_tokens: int | None = None,
-        order: Order = "score",
-        pack: Pack = "skip",
-        trim: bool = False,
-        window_tokens: int | None = None,
-        spread: float | None = None,
         filter: Filter | None = None,
-        max_chars: int | None = None,
+        **given: Any,
     ) -> Payload:
         """Hits -> passages, as :meth:`chunkforge.Index.expand`: hits of this store (made by any
         of its commits: a leaf is found by its document and span) or spans ``(doc_id, start,
         end, score)`` found elsewhere, of documents ``filter`` passes. The payload's metadata
         is each passage's document's."""
-        options = {
-            "window": window,
-            "parent": parent,
-            "auto_merge": auto_merge,
-            "budget_tokens": budget_tokens,
-            "order": order,
-            "pack": pack,
-            "trim": trim,
-            "window_tokens": window_tokens,
-            "spread": spread,
-            "max_chars": max_chars,
-        }
-        at, passes, given = self._now, filter or Filter(), list(hits)
-        if are_spans(given):
-            return self._expand(
-                at, self._hits_for(at, cast("Sequence[tuple[str, int, int, float]]", given), passes), options
-            )
+        chosen = ExpandOptions.of(options, **given)
+        at, passes, sent = self._now, filter or Filter(), list(hits)
+        if are_spans(sent):
+            spans = cast("Sequence[tuple[str, int, int, float]]", sent)
+            return self._expand(at, self._hits_for(at, spans, passes), chosen)
         with at.lock:
-            cached = self._entries(at, (h.doc_id for h in given if isinstance(h, Hit) and isinstance(h.doc_id, str)))
+            cached = self._entries(at, (h.doc_id for h in sent if isinstance(h, Hit) and isinstance(h.doc_id, str)))
 
             def layout_of(doc_id: str) -> LeafLayout | None:
                 entry = cached.get(doc_id)
                 return None if entry is None or not passes.admits(doc_id, entry.metadata) else entry.layout
 
-            labels, scores = leaf_labels(cast("list[Hit]", given), layout_of, "this store")
+            labels, scores = leaf_labels(cast("list[Hit]", sent), layout_of, "this store")
             found = at.expander.hits(labels, scores, at.level)
-            return self._expand_held(at, found, cached, options)
+            return self._expand_held(at, found, cached, chosen)
 
-    def _expand(self, at: _Checkout, hits: list[Hit], options: dict[str, Any]) -> Payload:
+    def _expand(self, at: _Checkout, hits: list[Hit], options: ExpandOptions) -> Payload:
         """The payload of hits made on ``at``."""
         with at.lock:
             return self._expand_held(at, hits, self._entries(at, (h.doc_id for h in hits)), options)
 
     def _expand_held(
-        self, at: _Checkout, hits: list[Hit], cached: dict[str, _Cached], options: dict[str, Any]
+        self, at: _Checkout, hits: list[Hit], cached: dict[str, _Cached], options: ExpandOptions
     ) -> Payload:
         """:meth:`_expand` with the lock held and the hits' documents read."""
         return expansion.expand(
@@ -938,7 +920,7 @@ class StoreIndex:
             lambda ps: {p.doc_id: cached[p.doc_id].metadata for p in ps},
             lambda doc_id: cached[doc_id].layout,
             at.level,
-            **options,
+            options,
         )
 
     def query(
@@ -952,13 +934,14 @@ class StoreIndex:
         where: Mapping[str, Any] | None = None,
         hybrid: bool | None = None,
         filter: Filter | None = None,
-        **expansion: Any,
+        options: ExpandOptions | None = None,
+        **given: Any,
     ) -> Payload:
         """:meth:`search` then :meth:`expand` on one commit, ``budget_tokens`` 1,000 unless given
         (the recommended policy, as :meth:`chunkforge.Index.query`)."""
         at = self._now
         hits = self._search(at, question, k, filter_of(filter, doc_id, source, where, heading_prefix), hybrid)
-        return self._expand(at, hits, recommended(expansion))
+        return self._expand(at, hits, ExpandOptions.recommended(options, **given))
 
     def __repr__(self) -> str:
         return f"StoreIndex({self.uri!r}, version {self.version}, {self.leaf_count} leaves)"

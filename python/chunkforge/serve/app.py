@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import json
 import logging
@@ -239,8 +240,8 @@ def create_app(source: Source, settings: Settings | None = None) -> FastAPI:
                 409, f"version: the hits are from {request.version}, the service answers from {served.version}"
             )
         hits = [Hit(**{**h.model_dump(), "heading_path": tuple(h.heading_path)}) for h in request.hits]
-        options = {**request.expand_options(), "filter": held, "max_chars": settings.max_answer_chars}
-        payload = await service.run(lambda: served.expand(hits, **options), "/expand", "hits")
+        options = dataclasses.replace(request.expand_options(), max_chars=settings.max_answer_chars)
+        payload = await service.run(lambda: served.expand(hits, options, filter=held), "/expand", "hits")
         return _json(_payload(served.version, payload, settings.max_answer_chars))
 
     @app.post("/query", response_model=PayloadResponse, responses=errors)
@@ -249,10 +250,8 @@ def create_app(source: Source, settings: Settings | None = None) -> FastAPI:
         given), of the documents the service's filters pass."""
         served, held = service.served, service.filter_for(http)
         search_options = {**_search_options(served, request), "filter": held}
-        expand_options = {**request.expand_options(), "max_chars": settings.max_answer_chars}
-        payload = await service.run(
-            lambda: served.query(request.question, **search_options, **expand_options), "/query"
-        )
+        options = dataclasses.replace(request.expand_options(), max_chars=settings.max_answer_chars)
+        payload = await service.run(lambda: served.query(request.question, **search_options, options=options), "/query")
         return _json(_payload(served.version, payload, settings.max_answer_chars))
 
     @app.get("/health", response_model=HealthResponse, responses={503: {"model": HealthResponse}})

@@ -9,17 +9,17 @@ answer names the index version it came from.
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from .._recommended import RECOMMENDED
-from ..index.expansion import recommended
+from ..index.options import ExpandOptions
 
 MAX_K = 1000
 """The most leaves one request may retrieve."""
-MAX_TOKENS = 100_000
-"""The largest ``budget_tokens`` and ``window_tokens`` a request may ask for."""
 MAX_TEXT = 10_000
 """The longest question, in characters."""
 MAX_ITEMS = 1000
@@ -88,26 +88,37 @@ class Filters(Strict):
         return options
 
 
-class Expansion(Strict):
-    """How hits become passages (as :meth:`Index.expand <chunkforge.index.Index.expand>`)."""
+def _expansion_field(name: str, default: Any = dataclasses.MISSING) -> Any:
+    """The pydantic field of an expansion option: its bounds and description as
+    :class:`~chunkforge.index.options.ExpandOptions` defines them."""
+    option = next(f for f in dataclasses.fields(ExpandOptions) if f.name == name)
+    meta = dict(option.metadata)
+    description = meta.pop("description")
+    return Field(option.default if default is dataclasses.MISSING else default, description=description, **meta)
 
-    window: int | None = Field(None, ge=0, le=MAX_ITEMS, description="sentences either side of each hit")
-    parent: bool = Field(False, description="each hit's parent instead")
-    auto_merge: float | None = Field(None, ge=0, lt=1, description="merge into parents above this ratio of children")
-    budget_tokens: int | None = Field(None, ge=0, le=MAX_TOKENS, description="token budget of the payload")
-    order: Literal["score", "document"] = "score"
-    pack: Literal["skip", "stop"] = Field("skip", description="a passage over the budget: skip it or stop")
-    trim: bool = Field(False, description="trim the first passage over the budget to sentences")
-    window_tokens: int | None = Field(
-        None, ge=1, le=MAX_TOKENS, description="grow each hit by whole sentences up to this many tokens"
-    )
-    spread: float | None = Field(
-        None, ge=0, lt=1, description="each hit lends the leaves near it spread**distance of its relevance"
-    )
 
-    def expand_options(self) -> dict[str, Any]:
-        """The keyword arguments of ``expand``."""
-        return self.model_dump(include=set(Expansion.model_fields))
+class _Expansion(Strict):
+    def expand_options(self) -> ExpandOptions:
+        """The options as ``expand`` takes them."""
+        return ExpandOptions.of(None, **self.model_dump(include=set(EXPANSION_FIELDS)))
+
+
+EXPANSION_FIELDS = {
+    name: (hint, _expansion_field(name))
+    for name, hint in typing.get_type_hints(ExpandOptions).items()
+    if name != "max_chars"  # the service's own limit (Settings.max_answer_chars)
+}
+"""The request fields of the expansion options (all of :class:`ExpandOptions` but ``max_chars``)."""
+
+if typing.TYPE_CHECKING:
+    Expansion = _Expansion
+else:
+    Expansion = create_model(
+        "Expansion",
+        __base__=_Expansion,
+        __doc__="How hits become passages (as :meth:`Index.expand <chunkforge.index.Index.expand>`).",
+        **EXPANSION_FIELDS,
+    )
 
 
 class SearchRequest(Filters):
@@ -121,16 +132,12 @@ class QueryRequest(Filters, Expansion):
     ``Index.query``)."""
 
     question: str = Field(min_length=1, max_length=MAX_TEXT)
-    budget_tokens: int | None = Field(
-        RECOMMENDED["budget_tokens"], ge=0, le=MAX_TOKENS, description="token budget of the payload (null: none)"
-    )
+    budget_tokens: int | None = _expansion_field("budget_tokens", RECOMMENDED["budget_tokens"])
 
-    def expand_options(self) -> dict[str, Any]:
-        """The keyword arguments of ``expand``: ``spread`` as ``Index.query`` sets it when not given."""
-        options = super().expand_options()
-        if "spread" not in self.model_fields_set:
-            del options["spread"]
-        return recommended(options)
+    def expand_options(self) -> ExpandOptions:
+        """The options as ``Index.query`` takes them: those given, the recommended ones for the rest."""
+        given = self.model_dump(include=set(EXPANSION_FIELDS) & (self.model_fields_set | {"budget_tokens"}))
+        return ExpandOptions.recommended(None, **given)
 
 
 class HitModel(Strict):

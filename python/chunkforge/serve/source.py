@@ -30,6 +30,7 @@ from ..errors import ChunkforgeError
 if TYPE_CHECKING:
     from ..index import Hit, Index, Payload
     from ..index.filters import Filter
+    from ..index.options import ExpandOptions
     from ..index.store import StoreIndex
 
 
@@ -45,7 +46,7 @@ class Servable(Protocol):
 
     def search(self, query: str, k: int = ..., *, filter: Filter | None = ...) -> list[Hit]: ...
 
-    def expand(self, hits: Iterable[Hit], **expansion: Any) -> Payload: ...
+    def expand(self, hits: Iterable[Hit], options: ExpandOptions | None = ..., /, **given: Any) -> Payload: ...
 
     def query(self, question: str, **options: Any) -> Payload: ...
 
@@ -95,8 +96,8 @@ class SavedIndex:
             filter=filter,
         )
 
-    def expand(self, hits: Iterable[Hit], **expansion: Any) -> Payload:
-        return self.index.expand(hits, **expansion)
+    def expand(self, hits: Iterable[Hit], options: ExpandOptions | None = None, /, **given: Any) -> Payload:
+        return self.index.expand(hits, options, **given)
 
     def query(self, question: str, **options: Any) -> Payload:
         """Search and expansion in one call (the store answers both from one commit)."""
