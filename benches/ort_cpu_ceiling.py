@@ -29,7 +29,7 @@ from onnxruntime.transformers import optimizer
 from onnxruntime.transformers.fusion_options import FusionOptions
 
 from chunkforge import Encoder
-from chunkforge.encoder import POOLED_OUTPUT, _load_graph, _with_pooled_output
+from chunkforge.encoder.graph import POOLED_OUTPUT, load_graph, with_pooled_output
 
 from bench_texts import mixed_texts
 
@@ -126,12 +126,12 @@ def main() -> None:
             )
             path = Path(tmp) / f"{len(sessions)}.onnx"
             fused.save_model_to_file(str(path))
-            model = _with_pooled_output(_load_graph(path), plain._output, "mean", True)
+            model = with_pooled_output(load_graph(path), plain._output, "mean", True)
             disabled = {"disabled_optimizers": ["AttentionFusion"]} if name == "unfused" else {}
             sessions[name] = ort.InferenceSession(model, options(), providers=["CPUExecutionProvider"], **disabled)
 
         profiled = ort.InferenceSession(
-            _with_pooled_output(_load_graph(Path(tmp) / "0.onnx"), plain._output, "mean", True),
+            with_pooled_output(load_graph(Path(tmp) / "0.onnx"), plain._output, "mean", True),
             options(str(Path(tmp) / "profile")),
             providers=["CPUExecutionProvider"],
         )

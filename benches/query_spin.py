@@ -22,19 +22,22 @@ import numpy as np
 
 from chunkforge import encoder as enc
 from chunkforge.chunkers import SentenceChunker
+from chunkforge.encoder import graph, onnxruntime
 
 from bench_texts import corpus_documents
 
 
 def sessions(encoder: enc.Encoder) -> dict[str, object]:
     """The three ways of waiting, on the query session's graph (pooled output) and threads."""
-    graph = enc._with_pooled_output(enc._load_graph(encoder.graph), encoder._output, encoder.pooling, encoder.normalize)
+    model = graph.with_pooled_output(
+        graph.load_graph(encoder.graph), encoder._output, encoder.pooling, encoder.normalize
+    )
     ways = {f"spin {enc.QUERY_SPIN_US} us, then sleep (default)": enc.QUERY_SPIN_US, "sleep at once": 0}
     made = {
-        name: enc._session(encoder.graph, encoder.providers, enc.QUERY_THREADS, 1, graph, spin_us=us)
+        name: onnxruntime.session(encoder.graph, encoder.providers, enc.QUERY_THREADS, 1, model, spin_us=us)
         for name, us in ways.items()
     }
-    made["ONNX Runtime's spinning"] = enc._session(encoder.graph, encoder.providers, enc.QUERY_THREADS, 1, graph)
+    made["ONNX Runtime's spinning"] = onnxruntime.session(encoder.graph, encoder.providers, enc.QUERY_THREADS, 1, model)
     return made
 
 

@@ -26,7 +26,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from chunkforge import Encoder, RecursiveChunker, TruncationWarning
-from chunkforge.onnx_export import calibration_texts, ensure_variant, int8_weights
+from chunkforge.encoder.export import calibration_texts, ensure_variant, int8_weights
 
 from conftest import DATA, corpus
 
@@ -108,7 +108,7 @@ def test_int8_graph_is_smoothed_and_deterministic(tmp_path: Path, model_cache: P
 
 
 def bf16_cpu() -> bool:
-    from chunkforge._openvino import cpu_has_bf16
+    from chunkforge.encoder.openvino import cpu_has_bf16
 
     return cpu_has_bf16()
 
@@ -208,6 +208,7 @@ def test_query_threads_spin_briefly_then_sleep(monkeypatch: pytest.MonkeyPatch) 
     """The query session bounds its threads' spin; with an ONNX Runtime that does not read
     the bound (before 1.26), its threads sleep at once rather than spin on after each call."""
     from chunkforge import encoder as encoder_module
+    from chunkforge.encoder import onnxruntime
 
     def query_options() -> Any:
         enc = Encoder.default("optimized")
@@ -216,7 +217,7 @@ def test_query_threads_spin_briefly_then_sleep(monkeypatch: pytest.MonkeyPatch) 
 
     options = query_options()
     assert options.get_session_config_entry("session.intra_op.spin_duration_us") == str(encoder_module.QUERY_SPIN_US)
-    monkeypatch.setattr(encoder_module, "_SPIN_DURATION", False)
+    monkeypatch.setattr(onnxruntime, "_SPIN_DURATION", False)
     options = query_options()
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     with pytest.raises(RuntimeError, match="does not have configuration"):
@@ -411,7 +412,7 @@ def test_leftover_temp_file_is_never_loaded(tmp_path: Path) -> None:
 
 
 def test_killed_conversion_leaves_no_model(tmp_path: Path) -> None:
-    code = "import sys; from chunkforge.onnx_export import ensure_variant; ensure_variant(sys.argv[1], 'fp32', sys.argv[2])"
+    code = "import sys; from chunkforge.encoder.export import ensure_variant; ensure_variant(sys.argv[1], 'fp32', sys.argv[2])"
     proc = subprocess.Popen([sys.executable, "-c", code, str(MODEL_DIR), str(tmp_path)])
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob("*/.model-fp32.*.tmp.onnx")) and proc.poll() is None and time.monotonic() < deadline:

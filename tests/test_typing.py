@@ -45,7 +45,7 @@ def test_lazy_exports_type_as_their_classes(tmp_path: Path) -> None:
         timeout=600,
     )
     revealed = [line.split("Revealed type is ", 1)[1] for line in run.stdout.splitlines() if "Revealed type" in line]
-    assert revealed[:2] == ['"chunkforge.encoder.Encoder"', '"chunkforge.index.index.Index"'], run.stdout
+    assert revealed[:2] == ['"chunkforge.encoder.front.Encoder"', '"chunkforge.index.index.Index"'], run.stdout
     assert "chunkforge.index.index.Index" in revealed[2] and "chunkforge.bulk.progress.JobSummary" in revealed[3]
     assert revealed[4] == '"list[chunkforge.chunk.Chunk]"'
     errors = [line for line in run.stdout.splitlines() if ": error:" in line]

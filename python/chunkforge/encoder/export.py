@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ._io import atomic_path, cache_root, checksum_ok, write_checksum  # noqa: F401  (cache_root re-exported)
+from .._io import atomic_path, cache_root, checksum_ok, write_checksum
 
 if TYPE_CHECKING:
     import onnx
@@ -87,7 +87,7 @@ def ensure_variant(
         return target
     missing = [v for v in _CONVERSION_STEPS[variant] if not checksum_ok(_graph_file(folder, v))]
     folder.mkdir(parents=True, exist_ok=True)
-    from ._progress import progress
+    from .._progress import progress
 
     with progress(
         show_progress, total=len(missing), unit=" steps", desc=f"converting {model_dir.name} to ONNX ({variant}, once)"
@@ -121,7 +121,7 @@ def int8_weights() -> Literal["s8", "u8"]:
     >>> int8_weights()  # doctest: +SKIP
     's8'
     """
-    from ._native import int8_weights_exact
+    from .._native import int8_weights_exact
 
     return "s8" if int8_weights_exact() else "u8"
 
@@ -395,7 +395,7 @@ def _activation_maxima(model: onnx.ModelProto, texts: list[str], model_dir: Path
     import onnx
     import onnxruntime as ort
 
-    from .tokenizer import Tokenizer
+    from ..tokenizer import Tokenizer
 
     names = sorted({n.input[0] for n in _weighted_nodes(model)})
     probe = onnx.ModelProto()
