@@ -152,11 +152,15 @@ def run(args: argparse.Namespace) -> str:
                             "heading_path": list(p.heading_path),
                             "text": p.text,
                             "hits": [[h.start, h.end] for h in p.hits],
+                            "citation": None if (c := payload.citation(p)) is None else c.as_dict(),
                         }
                         for p in payload.passages
                     ],
                     "dropped": [{"doc_id": h.doc_id, "start": h.start, "end": h.end} for h in payload.dropped],
-                    "metadata": payload.metadata,
+                    "metadata": {  # a read document's provenance is cited passage by passage
+                        doc_id: {k: v for k, v in fields.items() if k != "provenance"}
+                        for doc_id, fields in payload.metadata.items()
+                    },
                 },
                 ensure_ascii=False,
             )

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..readers.document import cite
+from ..readers.document import PROVENANCE, Citation, cite
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +99,17 @@ class Payload(NamedTuple):
         """Tokens of all passages."""
         return sum(p.token_count for p in self.passages)
 
+    def citation(self, passage: Passage | Hit) -> Citation | None:
+        """Where a passage (or hit) of this payload came from in its source file, when a reader
+        made its document (PDF pages and box, HTML source range, DOCX items); else None.
+
+        >>> prov = {"format": "pdf", "blocks": [[0, 5, 3, 72, 90, 300, 120]]}
+        >>> p = Passage("m.pdf", 0, 5, 1, 1.0, (), (), "Hello")
+        >>> Payload([p], (), {"m.pdf": {"provenance": prov}}).citation(p).pages
+        (3,)
+        """
+        return cite((self.metadata.get(passage.doc_id) or {}).get(PROVENANCE), passage.start, passage.end)
+
     def render(self) -> str:
         """The passages as text, each headed by its citation ``[n] doc_id:start-end``, with the
         pages it covers (``p. 3`` / ``p. 3-4``) where its document was read from a PDF (or
@@ -114,7 +125,7 @@ class Payload(NamedTuple):
         blocks = []
         for n, p in enumerate(self.passages, 1):
             where = f" ({' > '.join(p.heading_path)})" if p.heading_path else ""
-            citation = cite((self.metadata.get(p.doc_id) or {}).get("provenance"), p.start, p.end)
+            citation = self.citation(p)
             pages = f" {citation.label()}" if citation is not None and citation.pages else ""
             blocks.append(f"[{n}] {p.doc_id}:{p.start}-{p.end}{where}{pages}\n{p.text}")
         return "\n\n".join(blocks)

@@ -122,6 +122,24 @@ class Citation:
     source: tuple[tuple[int, int], ...] = ()
     items: tuple[tuple[str, int], ...] = ()
 
+    def as_dict(self) -> dict[str, Any]:
+        """The citation as JSON-ready data (only what it has): what a chunk record and a served
+        passage carry.
+
+        >>> Citation("pdf", (3, 4), (72.0, 90.0, 300.0, 120.0)).as_dict()
+        {'format': 'pdf', 'pages': [3, 4], 'bbox': [72.0, 90.0, 300.0, 120.0]}
+        """
+        out: dict[str, Any] = {"format": self.format}
+        if self.pages:
+            out["pages"] = list(self.pages)
+        if self.bbox is not None:
+            out["bbox"] = list(self.bbox)
+        if self.source:
+            out["source"] = [list(r) for r in self.source]
+        if self.items:
+            out["items"] = [list(i) for i in self.items]
+        return out
+
     def label(self) -> str:
         """A short citation: ``p. 3`` / ``p. 3-4`` for pages, else ``""``."""
         if not self.pages:
@@ -300,3 +318,19 @@ class TextBuilder:
         """The read document."""
         text = "".join(self._parts) + ("\n" if self._parts else "")
         return ReadDocument(text, fmt, inline(title) if title else None, tuple(self.blocks))
+
+
+PROVENANCE = "provenance"
+"""The metadata field that holds a read document's provenance (:meth:`ReadDocument.provenance`)."""
+
+
+def citation_of(metadata: Mapping[str, Any] | None, start: int, end: int) -> dict[str, Any] | None:
+    """The citation of ``[start, end)`` of a document with ``metadata`` as JSON-ready data
+    (:meth:`Citation.as_dict`), None for a document no reader made: what a chunk, hit or served
+    passage carries in place of the document's whole provenance.
+
+    >>> citation_of({"provenance": {"format": "pdf", "blocks": [[0, 9, 2, 0, 0, 1, 1]]}}, 0, 5)
+    {'format': 'pdf', 'pages': [2], 'bbox': [0.0, 0.0, 1.0, 1.0]}
+    """
+    found = cite((metadata or {}).get(PROVENANCE), start, end)
+    return None if found is None else found.as_dict()

@@ -30,6 +30,7 @@ from fastapi.responses import JSONResponse
 from ..index import Hit, Passage, Payload
 from ..index.filters import Filter
 from ..index.store import StoreError
+from ..readers.document import PROVENANCE
 from .models import (
     ErrorResponse,
     ExpandRequest,
@@ -343,7 +344,8 @@ def _hits(hits: Iterable[Hit]) -> list[dict[str, Any]]:
     return [_hit(h) for h in hits]
 
 
-def _passage(p: Passage) -> dict[str, Any]:
+def _passage(p: Passage, payload: Payload) -> dict[str, Any]:
+    citation = payload.citation(p)
     return {
         "doc_id": p.doc_id,
         "start": p.start,
@@ -353,6 +355,7 @@ def _passage(p: Passage) -> dict[str, Any]:
         "heading_path": list(p.heading_path),
         "text": p.text,
         "hits": _hits(p.hits),
+        "citation": None if citation is None else citation.as_dict(),
     }
 
 
@@ -364,10 +367,12 @@ def _payload(version: str, payload: Payload, max_chars: int) -> dict[str, Any]:
     return {
         "version": version,
         "token_count": payload.token_count,
-        "passages": [_passage(p) for p in payload.passages],
+        "passages": [_passage(p, payload) for p in payload.passages],
         "dropped": _hits(dropped),
         "omitted": len(payload.dropped) - len(dropped),
-        "metadata": {doc_id: dict(fields) for doc_id, fields in payload.metadata.items()},
+        "metadata": {  # a read document's provenance is cited passage by passage instead
+            doc_id: {k: v for k, v in fields.items() if k != PROVENANCE} for doc_id, fields in payload.metadata.items()
+        },
     }
 
 

@@ -19,7 +19,9 @@ from ..index import Hit
 @dataclass(frozen=True)
 class ServedPassage:
     """A passage as the service returns it: the fields of :class:`~chunkforge.index.Passage`,
-    with its ``text`` (``document[start:end]``) instead of the whole document."""
+    with its ``text`` (``document[start:end]``) instead of the whole document, and its
+    ``citation`` in its source file (pages, box or source range; None for a document no
+    reader made)."""
 
     doc_id: str
     start: int
@@ -29,6 +31,7 @@ class ServedPassage:
     heading_path: tuple[str, ...]
     text: str
     hits: tuple[Hit, ...]
+    citation: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ class ServiceClient:
                 tuple(p["heading_path"]),
                 p["text"],
                 tuple(_hit(h) for h in p["hits"]),
+                p.get("citation"),
             )
             for p in answer["passages"]
         ]
@@ -113,8 +117,9 @@ def retrieve(index: Any, question: str, k: int | None, expansion: dict[str, Any]
     """The framework retrievers' common part: the text of each passage of ``index.query`` (an
     :class:`~chunkforge.index.Index` or a :class:`ServiceClient`) and its metadata:
     ``doc_id``, ``start``, ``end`` (offsets into the document's text), ``token_count``,
-    ``score``, ``heading_path``, ``hit_ids`` (the stable ids of the leaves it covers) and,
-    when served, the index ``version``."""
+    ``score``, ``heading_path``, ``hit_ids`` (the stable ids of the leaves it covers), its
+    ``citation`` in its source file when a reader made its document (PDF pages, HTML source
+    range) and, when served, the index ``version``."""
     return passage_records(index.query(question, **({} if k is None else {"k": k}), **expansion))
 
 
@@ -132,6 +137,12 @@ def passage_records(payload: Any) -> list[tuple[str, dict[str, Any]]]:
             "heading_path": list(p.heading_path),
             "hit_ids": [h.id for h in p.hits],
         }
+        citation = getattr(p, "citation", None)  # served; in process, the payload cites it
+        if citation is None and callable(getattr(payload, "citation", None)):
+            found = payload.citation(p)
+            citation = None if found is None else found.as_dict()
+        if citation is not None:
+            meta["citation"] = citation
         if version is not None:
             meta["version"] = version
         out.append((p.text, meta))

@@ -173,6 +173,11 @@ class PassageModel(BaseModel):
     heading_path: list[str]
     text: str
     hits: list[HitModel]
+    citation: dict[str, Any] | None = Field(
+        None,
+        description="where the passage came from in its source file, for documents read from HTML, PDF, DOCX "
+        'or Docling\'s JSON: {"format", "pages", "bbox", "source", "items"} (only what it has)',
+    )
 
 
 class SearchResponse(BaseModel):
