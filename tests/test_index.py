@@ -627,3 +627,21 @@ def test_hybrid_ranks_a_leaf_by_its_parents_words(encoder):
     hybrid = index.search("what did the committee decide about zorblax?", k=3)
     assert hybrid[0].doc_id == "z.txt"
     assert any(h.doc_id == "z.txt" and "approved" in h.text for h in hybrid)
+
+
+def test_passages_do_not_cross_a_section_boundary(encoder):
+    """Touching hits of two sections were merged into one passage under one heading path (the
+    README's example printed pets.md:0-96 (Cats)); passages that only touch merge within one
+    section, with a budget and without."""
+    text = "# Cats\n\nCats purr when content. They sleep most of the day.\n\n# Dogs\n\nDogs bark. They need walks."
+    index = Index.build([{"id": "pets.md", "text": text}], encoder)
+    leaves = index.leaves("pets.md")
+    for budget in (None, 40, 1000):
+        payload = index.expand(leaves, budget_tokens=budget)
+        assert [(p.start, p.end, p.heading_path) for p in payload.passages] == [
+            (0, 59, ("Cats",)),
+            (61, 96, ("Dogs",)),
+        ]
+    # within one section, touching leaves still make one passage
+    cats = [h for h in leaves if h.heading_path == ("Cats",)]
+    assert [(p.start, p.end) for p in index.expand(cats).passages] == [(0, 59)]
