@@ -239,16 +239,15 @@ def pdf_pages(paths: list[Path]) -> int:
     return total
 
 
-def head() -> str:
-    """The repository's commit, and whether the working tree differs from it."""
+def head(scope: str = "python/chunkforge/readers") -> str:
+    """The repository's commit, and whether the working tree differs from it under ``scope``."""
+    root = HERE.parent
     try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE)
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "../python"], capture_output=True, text=True, cwd=HERE
-        )
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=root)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", scope], capture_output=True, text=True, cwd=root)
     except OSError:
         return "an unknown commit"
-    return sha.stdout.strip() + (" (with uncommitted changes under python/)" if dirty.stdout.strip() else "")
+    return sha.stdout.strip() + (f" (with uncommitted changes under {scope}/)" if dirty.stdout.strip() else "")
 
 
 def cpu_name() -> str:
@@ -281,6 +280,7 @@ def main() -> None:
     sides = [s for s in SIDES if not args.only or any(o in s for o in args.only)]
     runs: dict[str, list[dict]] = {s: [] for s in sides}
     load = []
+    args.head = head()
     for r in range(args.rounds):
         order = sides[r % len(sides) :] + sides[: r % len(sides)]
         for side in order:
@@ -302,7 +302,9 @@ def report(args: argparse.Namespace, sets: dict[str, list[Path]], sides: list[st
         "",
         f"{cpu_name()}, other jobs running (1-minute load {min(load):.1f} to {max(load):.1f} during the run); "
         f"{args.rounds} rounds, each side in its own process, the sides in rotated order; read the ratios. "
-        f"chunkforge at {head()}. Throughput counts the files read; imports and one warm-up file per process "
+        f"chunkforge at {args.head}"
+        + ("" if head() == args.head else f" (at {head()} by the end)")
+        + ". Throughput counts the files read; imports and one warm-up file per process "
         "are outside the timing.",
         "",
         "    bash benches/documents/fetch.sh",
@@ -338,7 +340,9 @@ def report(args: argparse.Namespace, sets: dict[str, list[Path]], sides: list[st
             walls = sorted(r["wall"] for r in rs)
             med = statistics.median(walls)
             cpu = statistics.median(r["cpu"] for r in rs)
-            ratio = f"{med / ours_t:.2f}x" if ours_t and side != ours else ("1.00x" if side == ours else "-")
+            ratio = (
+                "1.00x" if side == ours else ("-" if package == "chunkforge" or not ours_t else f"{med / ours_t:.2f}x")
+            )
             kept = f"{rs[0]['headings']}, {rs[0]['tables']}"
             lines.append(
                 f"| {side} | {version(package)} | {count / walls[0]:.1f} | {count / med:.1f} | {mb / med:.2f} "

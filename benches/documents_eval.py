@@ -299,7 +299,7 @@ def report(
             "`index.query(question, budget_tokens=B)`; the metrics are `chunkforge.eval.score`'s, in tokens of "
             "each side's own text; the CI is the paired bootstrap of `benches/retrieval_lab.py`.",
             "",
-            f"chunkforge at {head()}.",
+            f"chunkforge at {head('python')}.",
             "",
             "    bash benches/documents/fetch.sh",
             "    " + ("python benches/documents_eval.py " + " ".join(sys.argv[1:])).rstrip(),
