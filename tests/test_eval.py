@@ -645,3 +645,31 @@ def test_cli_eval_compares_a_plain_langchain_splitter_and_names_a_bad_hook(encod
     err = capsys.readouterr().err
     assert err.startswith("chunkforge: error: config bad-hook: [chunker] type 'builtins:str' gave a str")
     assert err.count("\n") == 1
+
+
+def test_a_corpus_can_name_source_files_and_label_evidence_in_their_read_text(tmp_path):
+    """An evaluation corpus names a PDF, DOCX or HTML file (``"path"``) or holds HTML
+    (``"format": "html"``); the document is the reader's canonical text, which the evidence
+    offsets index."""
+    pytest.importorskip("pypdfium2")
+    pytest.importorskip("selectolax")
+    import shutil
+
+    from chunkforge.readers import read_file
+
+    data = Path(__file__).parent / "data" / "documents"
+    shutil.copy(data / "report.pdf", tmp_path / "report.pdf")
+    html = (data / "page.html").read_text(encoding="utf-8")
+    write(
+        tmp_path,
+        "corpus.jsonl",
+        [
+            json.dumps({"doc_id": "report.pdf", "path": "report.pdf"}),
+            json.dumps({"doc_id": "page", "text": html, "format": "html"}),
+        ],
+    )
+    docs = ev.load_corpus(tmp_path / "corpus.jsonl")
+    assert docs[0].text == read_file(tmp_path / "report.pdf").text and docs[0].metadata["format"] == "pdf"
+    assert "<script" not in docs[1].text and "<p>" not in docs[1].text and docs[1].text.startswith("Home | Docs")
+    with pytest.raises(ev.DatasetError, match=r"bad.jsonl:1: cannot read .*missing.pdf"):
+        ev.load_corpus(write(tmp_path, "bad.jsonl", [json.dumps({"doc_id": "m", "path": "missing.pdf"})]))

@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from .._io import read_records, record_doc_id, record_metadata, record_text
-from ..errors import DatasetError
+from .._io import read_file_doc, read_records, record_doc, record_doc_id, record_metadata, record_text
+from ..errors import DatasetError, InputError
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,10 @@ def _field(where: str, record: dict[str, Any], name: str, kind: type | tuple[typ
 def load_corpus(path: str | os.PathLike[str]) -> list[Document]:
     """Documents of a JSONL(.gz) or Parquet corpus, one ``{"doc_id", "text", ...}`` a record
     (the id rule of every command: ``"doc_id"``, else ``"id"``); other fields are metadata
-    (``source`` is a slice).
+    (``source`` is a slice). A record may name a source file instead of holding its text
+    (``"path"``, relative to the corpus file: HTML, PDF, DOCX, Docling's JSON, or text), or
+    hold HTML with ``"format": "html"``: the document is then the reader's canonical text
+    (``chunkforge.readers``), which the queries' evidence offsets index.
 
     >>> docs = load_corpus("tests/data/eval/corpus.jsonl")
     >>> docs[0].doc_id
@@ -76,12 +80,20 @@ def load_corpus(path: str | os.PathLike[str]) -> list[Document]:
     seen: dict[str, str] = {}
     for where, record in _records(path):
         doc_id = str(record_doc_id(where, record, error=DatasetError))
-        text = record_text(where, record, error=DatasetError)
         if doc_id in seen:
             raise DatasetError(f"{where}: doc_id {doc_id!r} repeats {seen[doc_id]}")
         seen[doc_id] = where
-        meta = record_metadata(record)
-        docs.append(Document(doc_id, text, meta))
+        try:
+            if "text" not in record and "path" in record:  # a source file, read as every command reads it
+                name = _field(where, record, "path", str)
+                doc = read_file_doc(str(Path(path).parent / name))
+                meta = {**record_metadata(record), **doc.metadata}
+            else:
+                doc = record_doc(where, record, doc_id, record_text(where, record, error=DatasetError), 0)
+                meta = doc.metadata
+        except InputError as exc:
+            raise DatasetError(f"{where}: {exc}") from exc
+        docs.append(Document(doc_id, doc.text, meta))
     if not docs:
         raise DatasetError(f"{path}: no documents")
     return docs
