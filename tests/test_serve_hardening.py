@@ -105,6 +105,36 @@ def test_a_pinned_filter_holds_on_every_endpoint(pinned, folders, encoder):
         assert nowhere.status_code == 422 and answer.json()["detail"][0]["loc"] == nowhere.json()["detail"][0]["loc"]
 
 
+def test_random_header_filters_hold_on_every_endpoint(pinned, folders, encoder):
+    """For random per-user filters and expansion options, no endpoint returns text of a document
+    the filters exclude; /expand refuses the hits of excluded documents."""
+    import random
+
+    rng = random.Random(11)
+    docs = {d["doc_id"]: d for d in documents()}
+    everything = Index.load(folders["index"], encoder)
+    for _ in range(12):
+        ids = rng.sample(sorted(docs), rng.randint(1, 5))
+        given = rng.choice([{"doc_id": ids}, {"where": {"acl": rng.choice(["public", "staff"])}}, {"source": "wiki"}])
+        allowed = {i for i in docs if docs[i]["acl"] == "public"}  # the pin
+        allowed &= set(given.get("doc_id", docs))
+        if "where" in given:
+            allowed &= {i for i in docs if docs[i]["acl"] == given["where"]["acl"]}
+        headers = {"X-Filter": json.dumps(given)}
+        options = rng.choice([{}, {"window_tokens": 5000}, {"spread": 0.5}, {"parent": True}, {"window": 3}])
+        question = rng.choice(TOPICS)
+        assert doc_ids(pinned.post("/search", json={"query": question, "k": 50}, headers=headers).json()) <= allowed
+        body = {"question": question, "budget_tokens": 4000, **options}
+        assert doc_ids(pinned.post("/query", json=body, headers=headers).json()) <= allowed
+        for h in everything.search(question, k=20):
+            hit = {f: getattr(h, f) for f in ("doc_id", "start", "end", "score", "text", "id", "leaf")}
+            answer = pinned.post(
+                "/expand", json={"hits": [{**hit, "heading_path": list(h.heading_path)}], **options}, headers=headers
+            )
+            assert answer.status_code == (200 if h.doc_id in allowed else 422)
+            assert doc_ids(answer.json()) <= allowed
+
+
 def test_the_proxy_header_narrows_and_is_required(pinned):
     """The proxy's per-user filter narrows the pin (it cannot widen it); without it, 403; a
     header that is not a filter, 400."""
