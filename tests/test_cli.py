@@ -159,7 +159,7 @@ def test_bad_jsonl_lines(lines: str, message: str, tmp_path: Path, capsys: pytes
     ("args", "message"),
     [
         (["--max-tokens", "4", "--overlap", "4"], "overlap (4) must be smaller than max_tokens (4)"),
-        (["--max-tokens", "0"], "max_tokens must be >= 1"),
+        (["--max-tokens", "0"], "--max-tokens must be >= 1, got 0"),
         (["--overlap", "-1"], "overlap must be >= 0"),
         (["--threads", "0"], "--threads must be between 1 and"),
         (["--tokenizer", "missing.json"], "tokenizer file not found: missing.json"),

@@ -179,7 +179,7 @@ def test_overflow_messages_name_the_cli_flag(tmp_path, model_cache, capsys):
     assert "--on-overflow truncate" in err and "on_overflow=" not in err and err.count("\n") == 1
     assert main(["embed", str(long), "--out", str(tmp_path / "w.npy"), "--on-overflow", "error"]) == 2
     err = capsys.readouterr().err
-    assert "(--on-overflow error)" in err and err.count("\n") == 1
+    assert "max_length=256: --on-overflow error refuses it" in err and err.count("\n") == 1
     assert main(["embed", str(long), "--out", str(tmp_path / "x.npy"), "--fields", "text"]) == 2
     assert "--fields needs Parquet or JSON lines" in capsys.readouterr().err
 

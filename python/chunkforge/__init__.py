@@ -34,7 +34,7 @@ from .chunkers import (
     TokenChunker,
     language_for_path,
 )
-from .errors import ChunkforgeError, DatasetError, InputError
+from .errors import ArgumentError, ArgumentTypeError, ChunkforgeError, DatasetError, InputError
 from .represent import context_prompt, contextualize, with_embed_text
 from .tokenizer import Encoding, Tokenizer
 
@@ -82,6 +82,8 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
 
 
 __all__ = [
+    "ArgumentError",
+    "ArgumentTypeError",
     "BaseChunker",
     "BatchSpans",
     "Chunk",

@@ -69,7 +69,9 @@ class ChunkerSet:
 
     def __init__(self, options: ChunkerOptions) -> None:
         if options.strategy not in cli_strategies():
-            raise InputError(f"strategy must be one of {', '.join(cli_strategies())}, not {options.strategy!r}")
+            raise InputError(
+                f"must be one of {', '.join(cli_strategies())}, not {options.strategy!r}", param="strategy"
+            )
         self.strategy, self.kind = options.strategy, CHUNKERS[options.strategy]
         self.tokenizer = chunk_tokenizer(options)
         self.limits = Limits(options.max_tokens, options.overlap, options.levels)
@@ -90,7 +92,7 @@ class ChunkerSet:
         try:
             return self.kind.factory(self.tokenizer, **params)
         except (OSError, ValueError, TypeError, ImportError) as exc:
-            raise InputError(str(exc)) from exc
+            raise InputError.of(exc) from exc
 
     def chunker(self, name: str) -> Any:
         """The chunker of the document called ``name``."""
@@ -142,8 +144,9 @@ def chunk_tokenizer(options: ChunkerOptions) -> Tokenizer:
             return Tokenizer.default_model()
         return Tokenizer.from_pretrained(options.model)
     except (OSError, ValueError, TypeError) as exc:
-        prefix = "" if options.tokenizer is not None else f"model {options.model}: "
-        raise InputError(f"{prefix}{exc}") from exc
+        if options.tokenizer is not None:
+            raise InputError.of(exc) from exc
+        raise InputError(f"{options.model}: {exc}", param="model") from exc
 
 
 def load_encoder(options: EncoderOptions) -> Encoder:
@@ -162,4 +165,4 @@ def load_encoder(options: EncoderOptions) -> Encoder:
             options.model, variant=options.variant, show_progress=options.show_progress, **settings
         )
     except (ImportError, OSError, ValueError) as exc:
-        raise InputError(f"model {options.model}: {exc}") from exc
+        raise InputError(f"{options.model}: {exc}", param="model") from exc

@@ -6,6 +6,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .errors import ArgumentError
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -147,7 +149,7 @@ class ChunkBatch(list[list[Chunk]]):
         import pyarrow as pa
 
         if doc_ids is not None and len(doc_ids) != len(self):
-            raise ValueError(f"doc_ids has {len(doc_ids)} entries for {len(self)} documents")
+            raise ArgumentError(f"has {len(doc_ids)} entries for {len(self)} documents", param="doc_ids")
         key, kind = ("doc", pa.int64()) if doc_ids is None else ("doc_id", pa.string())
         rows = [
             {key: d if doc_ids is None else doc_ids[d], **{name: getattr(c, name) for name in _COLUMNS}}

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ._checks import check_int
 from .chunk import Chunk, Chunks
+from .errors import ArgumentError, ArgumentTypeError
 
 DEFAULT_TEMPLATE = "{title} > {heading_path}\n\n{context}\n\n{text}"
 FIELDS = ("title", "heading_path", "context", "text")
@@ -124,9 +125,11 @@ def contextualize(
     >>> chunks = with_embed_text(contextualize(chunks, doc, fn), title="Guide")  # doctest: +SKIP
     """
     if not callable(fn):
-        raise TypeError(f"fn must be a function (document, chunk_text) -> str, not {type(fn).__name__}")
+        raise ArgumentTypeError(
+            f"must be a function (document, chunk_text) -> str, not {type(fn).__name__}", param="fn"
+        )
     if not isinstance(document, str):
-        raise TypeError(f"document must be a str, not {type(document).__name__}")
+        raise ArgumentTypeError(f"must be a str, not {type(document).__name__}", param="document")
     batch_size = check_int("batch_size", batch_size, 1)
     chunks = list(chunks)
     for i, c in enumerate(chunks):
@@ -144,7 +147,9 @@ def contextualize(
                 answers = list(pool.map(lambda span: fn(document, document[span[0] : span[1]]), batch))
                 for span, answer in zip(batch, answers):
                     if not isinstance(answer, str):
-                        raise TypeError(f"fn must return a str, returned {type(answer).__name__} for span {span}")
+                        raise ArgumentTypeError(
+                            f"must return a str, returned {type(answer).__name__} for span {span}", param="fn"
+                        )
                     found[span] = answer.strip()
                 if db:
                     db.executemany(
@@ -190,11 +195,11 @@ _formatter = string.Formatter()
 def _parse(template: str) -> list[tuple[str, str | None, str | None, str | None]]:
     """The template's parts; errors name ``template``."""
     if not isinstance(template, str):
-        raise TypeError(f"template must be a str, not {type(template).__name__}")
+        raise ArgumentTypeError(f"must be a str, not {type(template).__name__}", param="template")
     try:
         parts = list(_formatter.parse(template))
     except ValueError as exc:
-        raise ValueError(f"template {template!r} is not a format string: {exc}") from None
+        raise ArgumentError(f"{template!r} is not a format string: {exc}", param="template") from None
     fields = [f for _, f, _, _ in parts if f is not None]
     unknown = [f for f in fields if f not in FIELDS]
     if unknown or "text" not in fields:

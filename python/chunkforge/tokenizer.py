@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _native
+from .errors import ArgumentError, ArgumentTypeError
 
 DEFAULT_TOKENIZER = "all-MiniLM-L6-v2.tokenizer.json"
 DEFAULT_MODEL_MAX_LENGTH = 256
@@ -138,7 +139,9 @@ class Tokenizer:
         """Converts a ``tokenizers.Tokenizer`` (through its JSON)."""
         to_str = getattr(tokenizer, "to_str", None)
         if to_str is None:
-            raise TypeError(f"tokenizer must be a tokenizers.Tokenizer, not {type(tokenizer).__name__}")
+            raise ArgumentTypeError(
+                f"must be a tokenizers.Tokenizer, not {type(tokenizer).__name__}", param="tokenizer"
+            )
         json = to_str()
         return cls(_native.Tokenizer.from_str(json), f"<{type(tokenizer).__name__}>", json)
 
@@ -257,14 +260,14 @@ def check_threads(threads: Any) -> int | None:
     if threads is None:
         return None
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
-        raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
+        raise ArgumentTypeError(f"must be an int or None, not {type(threads).__name__}", param="threads")
     cap = _native.max_threads()
     if not 1 <= threads <= cap:
-        raise ValueError(f"threads must be between 1 and {cap} (4 x the {cap // 4} cores), got {threads}")
+        raise ArgumentError(f"must be between 1 and {cap} (4 x the {cap // 4} cores), got {threads}", param="threads")
     return int(threads)
 
 
 def _as_list(texts: Iterable[str]) -> list[str]:
     if isinstance(texts, str):
-        raise TypeError("texts must be a list of str, not a single str")
+        raise ArgumentTypeError("must be a list of str, not a single str", param="texts")
     return texts if isinstance(texts, list) else list(texts)

@@ -36,14 +36,14 @@ def reuse_sources(reuse: tuple[str, ...] | list[str]) -> list[Path]:
         path = Path(given)
         if path.is_dir():
             if not shard_dir(path).is_dir():
-                raise InputError(f"reuse {given}: a folder, but not a chunkforge dataset (no shards/ in it)")
+                raise InputError(f"{given}: a folder, but not a chunkforge dataset (no shards/ in it)", param="reuse")
             files += sorted(shard_dir(path).glob(f"*{PARQUET_SUFFIX}"))
         elif path.is_file():
             if path.suffix != PARQUET_SUFFIX:
-                raise InputError(f"reuse {given}: expected a dataset folder or a .parquet file of vectors")
+                raise InputError(f"{given}: expected a dataset folder or a .parquet file of vectors", param="reuse")
             files.append(path)
         else:
-            raise InputError(f"reuse {given}: no such file or folder")
+            raise InputError(f"{given}: no such file or folder", param="reuse")
     return files
 
 

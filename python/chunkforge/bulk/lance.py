@@ -30,7 +30,7 @@ def write_lancedb(dataset: str | os.PathLike[str], database: str | os.PathLike[s
     try:
         import lancedb
     except ImportError as exc:
-        raise InputError(f"lancedb: needs lancedb: {LANCEDB_EXTRA}") from exc
+        raise InputError(f": needs lancedb: {LANCEDB_EXTRA}", param="lancedb") from exc
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -47,5 +47,5 @@ def write_lancedb(dataset: str | os.PathLike[str], database: str | os.PathLike[s
         db = lancedb.connect(os.fspath(database))
         written = db.create_table(table, pa.RecordBatchReader.from_batches(schema, batches()), mode="overwrite")
     except (OSError, ValueError, RuntimeError) as exc:
-        raise InputError(f"lancedb {database}: cannot write it ({exc})") from exc
+        raise InputError(f"{database}: cannot write it ({exc})", param="lancedb") from exc
     return written.count_rows()

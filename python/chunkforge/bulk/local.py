@@ -91,12 +91,12 @@ def run(
     spec = JobSpec(**{**(asdict(spec) if spec else {}), **options})
     spec.check()
     if ray_actors is not None and (isinstance(ray_actors, bool) or not isinstance(ray_actors, int) or ray_actors < 1):
-        raise InputError(f"ray_actors must be >= 1 (an integer), not {ray_actors!r}")
+        raise InputError(f"must be >= 1 (an integer), not {ray_actors!r}", param="ray_actors")
     if ray is not None and encoder is not None:
-        raise InputError("ray: name the model (model=, variant=), not an encoder: each actor loads its own")
+        raise InputError(": name the model (model=, variant=), not an encoder: each actor loads its own", param="ray")
     paths = [os.fspath(p) for p in inputs]
     if not paths:
-        raise InputError("inputs: none given")
+        raise InputError(": none given", param="inputs")
     check_paths(paths)
     reuse_sources(spec.reuse)
     try:
@@ -105,9 +105,11 @@ def run(
         raise InputError(f"the bulk job writes Parquet and needs pyarrow: {BULK_EXTRA}") from exc
     root = Path(out)
     if root.exists() and not root.is_dir():
-        raise InputError(f"out {root} is a file, not a dataset folder")
+        raise InputError(f"{root} is a file, not a dataset folder", param="out")
     if root.is_dir() and any(root.iterdir()) and not (root / MANIFEST).exists() and not own_shards_only(root):
-        raise InputError(f"out {root} is a folder that holds no chunkforge dataset; give a new or empty folder")
+        raise InputError(
+            f"{root} is a folder that holds no chunkforge dataset; give a new or empty folder", param="out"
+        )
     check_out_apart(root, paths)
     with dataset_lock(root):
         return run_locked(paths, root, spec, encoder, lancedb, ray, ray_actors, progress)
@@ -122,9 +124,9 @@ def check_out_apart(root: Path, inputs: list[str]) -> None:
             continue
         given = Path(path).resolve()
         if given.is_dir() and resolved.is_relative_to(given):
-            raise InputError(f"out {root} is inside the input folder {path}; write the dataset elsewhere")
+            raise InputError(f"{root} is inside the input folder {path}; write the dataset elsewhere", param="out")
         if given.is_relative_to(resolved):
-            raise InputError(f"out {root} holds the input {path}; give the documents, not the dataset")
+            raise InputError(f"{root} holds the input {path}; give the documents, not the dataset", param="out")
 
 
 @contextlib.contextmanager
@@ -137,12 +139,12 @@ def dataset_lock(root: Path) -> Iterator[None]:
         root.mkdir(parents=True, exist_ok=True)
         fd = os.open(root, os.O_RDONLY)
     except OSError as exc:
-        raise InputError(f"out {root}: cannot write it ({exc.strerror or exc})") from exc
+        raise InputError(f"{root}: cannot write it ({exc.strerror or exc})", param="out") from exc
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise InputError(f"out {root}: another job is writing this dataset; wait for it to end") from None
+            raise InputError(f"{root}: another job is writing this dataset; wait for it to end", param="out") from None
         yield
     except BaseException:
         if created:  # a job that failed before writing anything leaves no folder
@@ -172,7 +174,7 @@ def run_locked(
     try:
         shard_dir(root).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InputError(f"out {root}: cannot write it ({exc.strerror or exc})") from exc
+        raise InputError(f"{root}: cannot write it ({exc.strerror or exc})", param="out") from exc
     fingerprint = model_fingerprint(encoder)
     vectors = vectors_key(fingerprint, spec.dtype)
     settings = json.dumps([FORMAT, vectors, chunker, spec.with_text, spec.id_column, spec.text_column, spec.shard_docs])

@@ -46,7 +46,7 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise InputError(f"ray: needs Ray Data: {RAY_EXTRA}") from exc
+        raise InputError(f": needs Ray Data: {RAY_EXTRA}", param="ray") from exc
     return ray
 
 
@@ -113,7 +113,7 @@ def connect(address: str) -> Any:
             # "local" is Ray's own word for a new local cluster (None would join the latest one started)
             ray.init(address=address, log_to_driver=False, configure_logging=False)
         except (ConnectionError, ValueError, RuntimeError) as exc:
-            raise InputError(f"ray {address}: cannot connect ({exc})") from exc
+            raise InputError(f"{address}: cannot connect ({exc})", param="ray") from exc
     import logging
 
     import ray.data
@@ -134,13 +134,13 @@ def check_listening(address: str, timeout: float = 5.0) -> None:
     try:
         host, port = where.hostname, where.port
     except ValueError as exc:  # a port that is not a number
-        raise InputError(f"ray {address}: not an address ({exc})") from exc
+        raise InputError(f"{address}: not an address ({exc})", param="ray") from exc
     if host is None or port is None:
         return
     try:
         socket.create_connection((host, port), timeout=timeout).close()
     except OSError as exc:
-        raise InputError(f"ray {address}: no Ray cluster answers there ({exc.strerror or exc})") from exc
+        raise InputError(f"{address}: no Ray cluster answers there ({exc.strerror or exc})", param="ray") from exc
 
 
 def actor_options(ray: Any, spec: JobSpec, actors: int | None) -> tuple[dict[str, Any], JobSpec]:

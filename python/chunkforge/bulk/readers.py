@@ -74,12 +74,12 @@ def _records(name: str, spec: JobSpec) -> Iterator[Doc]:
     for where, record, nbytes in read_records(name):
         if spec.text_column != TEXT_KEY:
             if spec.text_column not in record:
-                raise InputError(f'{where}: record has no "{spec.text_column}" (text_column)')
+                raise InputError(f'record has no "{spec.text_column}"', param="text_column", where=where, aside=True)
             record = {**record, TEXT_KEY: record[spec.text_column]}
         if spec.id_column is not None:
             record = {k: v for k, v in record.items() if k not in ID_KEYS}
             if spec.id_column not in record:
-                raise InputError(f'{where}: record has no "{spec.id_column}" (id_column)')
+                raise InputError(f'record has no "{spec.id_column}"', param="id_column", where=where, aside=True)
             record[ID_KEYS[0]] = record[spec.id_column]
         text = record_text(where, record)
         doc_id = str(record_doc_id(where, record, default=where))

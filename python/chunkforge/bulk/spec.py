@@ -78,29 +78,29 @@ class JobSpec:
     def check(self) -> None:
         """Raises InputError naming the first bad parameter."""
         if self.units not in UNITS:
-            raise InputError(f"units must be one of {', '.join(UNITS)}, not {self.units!r}")
+            raise InputError(f"must be one of {', '.join(UNITS)}, not {self.units!r}", param="units")
         if self.tree is not None:
             self.tree.check()
         if self.strategy not in bulk_strategies():
-            raise InputError(f"strategy must be one of {', '.join(bulk_strategies())}, not {self.strategy!r}")
+            raise InputError(f"must be one of {', '.join(bulk_strategies())}, not {self.strategy!r}", param="strategy")
         if self.dtype not in DTYPES:
-            raise InputError(f"dtype must be float32 or float16, not {self.dtype!r}")
+            raise InputError(f"must be float32 or float16, not {self.dtype!r}", param="dtype")
         for name in ("max_tokens", "max_batch_tokens", "threads", "shard_docs"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise InputError(f"{name} must be >= 1 (an integer), not {value!r}")
+                raise InputError(f"must be >= 1 (an integer), not {value!r}", param=name)
         try:
             check_threads(self.threads)
         except ValueError as exc:
-            raise InputError(str(exc)) from exc
+            raise InputError.of(exc) from exc
         if isinstance(self.overlap, bool) or not isinstance(self.overlap, int) or self.overlap < 0:
-            raise InputError(f"overlap must be >= 0 (an integer), not {self.overlap!r}")
+            raise InputError(f"must be >= 0 (an integer), not {self.overlap!r}", param="overlap")
         if not isinstance(self.reuse, (tuple, list)) or not all(isinstance(p, str) for p in self.reuse):
-            raise InputError(f"reuse must be a list of paths (str), not {self.reuse!r}")
+            raise InputError(f"must be a list of paths (str), not {self.reuse!r}", param="reuse")
         for name in ("id_column", "text_column"):
             value = getattr(self, name)
             if (value is not None or name == "text_column") and (not isinstance(value, str) or not value):
-                raise InputError(f"{name} must be a non-empty string")
+                raise InputError("must be a non-empty string", param=name)
 
     def encoder(self) -> Encoder:
         """The encoder this job embeds with."""

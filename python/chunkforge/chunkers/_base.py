@@ -11,6 +11,7 @@ import numpy as np
 from .. import _native
 from .._checks import check_int
 from ..chunk import Chunk, ChunkBatch, Chunks
+from ..errors import ArgumentError
 from ..tokenizer import Tokenizer, _as_list, as_tokenizer, check_threads
 
 
@@ -98,7 +99,7 @@ def check_min_tokens(min_tokens: Any, max_tokens: int) -> int:
     """``min_tokens`` as an int in ``[0, max_tokens]``; errors name the parameter."""
     value = check_int("min_tokens", min_tokens, 0)
     if value > max_tokens:
-        raise ValueError(f"min_tokens ({value}) must not exceed max_tokens ({max_tokens})")
+        raise ArgumentError(f"({value}) must not exceed max_tokens ({max_tokens})", param="min_tokens")
     return value
 
 
@@ -114,7 +115,7 @@ class BaseChunker:
         self.max_tokens = check_int("max_tokens", default_max_tokens(self.tokenizer, max_tokens), 1)
         self.overlap = check_int("overlap", overlap, 0)
         if self.overlap >= self.max_tokens:
-            raise ValueError(f"overlap ({overlap}) must be smaller than max_tokens ({max_tokens})")
+            raise ArgumentError(f"({overlap}) must be smaller than max_tokens ({max_tokens})", param="overlap")
 
     def chunk(self, text: str) -> list[Chunk]:
         """Chunks one document (a list that also has ``to_arrow()``)."""

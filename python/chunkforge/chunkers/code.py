@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..chunk import Chunk, ChunkBatch, Chunks
+from ..errors import ArgumentError, ArgumentTypeError
 from ..tokenizer import _as_list, check_threads
 from ._base import BaseChunker, BatchSpans, Spans
 from .recursive import RecursiveChunker
@@ -207,9 +208,9 @@ class CodeChunker(BaseChunker):
     ) -> None:
         super().__init__(tokenizer, max_tokens, 0)
         if not isinstance(language, str) or language.lower() not in _GRAMMARS:
-            raise ValueError(f"language must be one of {', '.join(LANGUAGES)}; got {language!r}")
+            raise ArgumentError(f"must be one of {', '.join(LANGUAGES)}; got {language!r}", param="language")
         if not isinstance(include_imports, bool):
-            raise TypeError(f"include_imports must be a bool, not {type(include_imports).__name__}")
+            raise ArgumentTypeError(f"must be a bool, not {type(include_imports).__name__}", param="include_imports")
         self.language = language.lower()
         self.include_imports = include_imports
         self._grammar = _GRAMMARS[self.language]
@@ -219,7 +220,7 @@ class CodeChunker(BaseChunker):
     def chunk(self, text: str) -> list[Chunk]:
         """Chunks one source file."""
         if not isinstance(text, str):
-            raise TypeError(f"text must be a str, not {type(text).__name__}")
+            raise ArgumentTypeError(f"must be a str, not {type(text).__name__}", param="text")
         layout = _Layout(self, text)
         pieces = layout.pieces()
         imports = layout.imports() if self.include_imports else []

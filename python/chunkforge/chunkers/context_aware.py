@@ -15,6 +15,7 @@ from typing import Any
 
 from .._checks import check_int
 from ..chunk import Chunk, ChunkBatch
+from ..errors import ArgumentError, ArgumentTypeError
 from ..represent import DEFAULT_TEMPLATE, _parse, with_embed_text
 from ..tokenizer import _as_list
 from ._base import BatchSpans, Spans, batch_spans_of, rebuild, spans_of
@@ -46,13 +47,17 @@ class ContextAwareChunker:
     ) -> None:
         params = getattr(chunker, "_params", None)
         if not callable(params) or "max_tokens" not in params():
-            raise TypeError(f"chunker must be a chunkforge chunker with max_tokens, not {type(chunker).__name__}")
+            raise ArgumentTypeError(
+                f"must be a chunkforge chunker with max_tokens, not {type(chunker).__name__}", param="chunker"
+            )
         self.chunker = chunker
         self.tokenizer = chunker.tokenizer
         self.max_tokens = chunker.max_tokens if max_tokens is None else check_int("max_tokens", max_tokens, 1)
         self.reserve_tokens = None if reserve_tokens is None else check_int("reserve_tokens", reserve_tokens, 0)
         if self.reserve_tokens is not None and self.reserve_tokens >= self.max_tokens:
-            raise ValueError(f"reserve_tokens ({reserve_tokens}) must be smaller than max_tokens ({self.max_tokens})")
+            raise ArgumentError(
+                f"({reserve_tokens}) must be smaller than max_tokens ({self.max_tokens})", param="reserve_tokens"
+            )
         _parse(template)
         self.template = template
 
@@ -85,7 +90,7 @@ class ContextAwareChunker:
         texts = _as_list(texts)
         titles = [None] * len(texts) if titles is None else list(titles)
         if len(titles) != len(texts):
-            raise ValueError(f"titles must hold one title per text: {len(titles)} for {len(texts)} texts")
+            raise ArgumentError(f"must hold one title per text: {len(titles)} for {len(texts)} texts", param="titles")
         return ChunkBatch(self.chunk(t, title) for t, title in zip(texts, titles))
 
     def spans(self, text: str) -> Spans:

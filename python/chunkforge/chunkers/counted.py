@@ -17,6 +17,7 @@ from typing import Any
 
 from .._checks import check_int
 from ..chunk import Chunk, ChunkBatch, Chunks
+from ..errors import ArgumentError, ArgumentTypeError
 from ._base import BatchSpans, Spans, batch_spans_of, rebuild, spans_of
 
 SEPARATORS = ("\n\n", "\n", ". ", "? ", "! ", " ")
@@ -39,7 +40,9 @@ def as_counter(counter: Any) -> Callable[[str], int]:
         return count
     if callable(counter):
         return counter  # type: ignore[no-any-return]
-    raise TypeError(f"counter must be a callable str -> int or a tiktoken Encoding, not {type(counter).__name__}")
+    raise ArgumentTypeError(
+        f"must be a callable str -> int or a tiktoken Encoding, not {type(counter).__name__}", param="counter"
+    )
 
 
 class CountedChunker:
@@ -62,9 +65,9 @@ class CountedChunker:
         self.max_tokens = check_int("max_tokens", max_tokens, 1)
         self.overlap = check_int("overlap", overlap, 0)
         if self.overlap >= self.max_tokens:
-            raise ValueError(f"overlap ({overlap}) must be smaller than max_tokens ({max_tokens})")
+            raise ArgumentError(f"({overlap}) must be smaller than max_tokens ({max_tokens})", param="overlap")
         if isinstance(separators, str) or not all(isinstance(s, str) and s for s in separators):
-            raise TypeError("separators must be a list of non-empty str")
+            raise ArgumentTypeError("must be a list of non-empty str", param="separators")
         self.separators = tuple(separators)
 
     def chunk(self, text: str) -> Chunks:

@@ -9,6 +9,7 @@ from typing import Any
 from .. import _native
 from .._checks import check_int
 from ..chunk import Chunk, ChunkBatch, Chunks
+from ..errors import ArgumentError, ArgumentTypeError
 from ..tokenizer import _as_list, as_tokenizer
 from ._base import BatchSpans, Spans, batch_spans_of, rebuild, spans_of
 from .recursive import RecursiveChunker
@@ -54,12 +55,14 @@ class HierarchicalChunker:
     ) -> None:
         self.tokenizer = as_tokenizer(tokenizer)
         if isinstance(levels, (str, bytes)) or not isinstance(levels, Sequence) or not levels:
-            raise TypeError(f"levels must be a non-empty sequence of ints, not {levels!r}")
+            raise ArgumentTypeError(f"must be a non-empty sequence of ints, not {levels!r}", param="levels")
         self.levels = tuple(check_int(f"levels[{i}]", n, 1) for i, n in enumerate(levels))
         if any(a <= b for a, b in zip(self.levels, self.levels[1:])):
-            raise ValueError(f"levels must be strictly decreasing, got {self.levels}")
+            raise ArgumentError(f"must be strictly decreasing, got {self.levels}", param="levels")
         if base is not None and not callable(base):
-            raise TypeError(f"base must be a chunker class or a factory (tokenizer, max_tokens), not {base!r}")
+            raise ArgumentTypeError(
+                f"must be a chunker class or a factory (tokenizer, max_tokens), not {base!r}", param="base"
+            )
         self.base = base
         factory = base or RecursiveChunker
         self._chunkers = [
@@ -68,7 +71,7 @@ class HierarchicalChunker:
         ]
         for chunker in self._chunkers:
             if not callable(getattr(chunker, "chunk", None)):
-                raise TypeError(f"base must make chunkers (with a chunk method), got {chunker!r}")
+                raise ArgumentTypeError(f"must make chunkers (with a chunk method), got {chunker!r}", param="base")
 
     def chunk_batch(
         self, texts: Iterable[str], threads: int | None = None, doc_ids: Sequence[str] | None = None
@@ -77,7 +80,7 @@ class HierarchicalChunker:
         texts = _as_list(texts)
         ids = [""] * len(texts) if doc_ids is None else list(doc_ids)
         if len(ids) != len(texts):
-            raise ValueError(f"doc_ids must hold one id per text: {len(ids)} for {len(texts)} texts")
+            raise ArgumentError(f"must hold one id per text: {len(ids)} for {len(texts)} texts", param="doc_ids")
         return ChunkBatch(self.chunk(t, i) for t, i in zip(texts, ids))
 
     def spans(self, text: str) -> Spans:
@@ -92,7 +95,7 @@ class HierarchicalChunker:
         """All nodes of the tree, each parent before its children, in document
         order; ``index`` is a node's position among the nodes of its level."""
         if not isinstance(doc_id, str):
-            raise TypeError(f"doc_id must be a str, not {type(doc_id).__name__}")
+            raise ArgumentTypeError(f"must be a str, not {type(doc_id).__name__}", param="doc_id")
         nodes: list[Chunk] = []
         counts = [0] * len(self.levels)
 
@@ -133,7 +136,9 @@ class HierarchicalChunker:
         ]
         for a, b in zip(children, children[1:]):
             if b.start < a.end:
-                raise ValueError(f"base chunker {self._chunkers[level]!r} made overlapping chunks; use overlap=0")
+                raise ArgumentError(
+                    f"chunker {self._chunkers[level]!r} made overlapping chunks; use overlap=0", param="base"
+                )
         return children
 
     def __reduce__(self) -> tuple[Any, ...]:

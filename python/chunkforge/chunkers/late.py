@@ -27,6 +27,7 @@ import numpy as np
 from .. import _native
 from .._checks import check_int
 from ..chunk import Chunk, Chunks
+from ..errors import ArgumentError, ArgumentTypeError
 from ..tokenizer import _as_list
 from ._base import rebuild
 
@@ -87,9 +88,11 @@ class LateChunker:
 
     def __init__(self, chunker: Any, encoder: Encoder, segment_overlap: int = 32) -> None:
         if chunker is not None and not callable(getattr(chunker, "chunk", None)):
-            raise TypeError(f"chunker must have a chunk(text) method (or be None), not {type(chunker).__name__}")
+            raise ArgumentTypeError(
+                f"must have a chunk(text) method (or be None), not {type(chunker).__name__}", param="chunker"
+            )
         if not callable(getattr(encoder, "token_embeddings", None)):
-            raise TypeError(f"encoder must be a chunkforge.Encoder, not {type(encoder).__name__}")
+            raise ArgumentTypeError(f"must be a chunkforge.Encoder, not {type(encoder).__name__}", param="encoder")
         self.chunker = chunker
         self.encoder = encoder
         head, tail = encoder.special_token_counts
@@ -142,7 +145,9 @@ class LateChunker:
         """:meth:`embed_chunks` for many documents (``chunks[i]`` belongs to ``texts[i]``)."""
         texts = _as_list(texts)
         if len(chunks) != len(texts):
-            raise ValueError(f"chunks must hold one list per text: {len(chunks)} lists for {len(texts)} texts")
+            raise ArgumentError(
+                f"must hold one list per text: {len(chunks)} lists for {len(texts)} texts", param="chunks"
+            )
         spans = [_spans(t, c, i) for i, (t, c) in enumerate(zip(texts, chunks))]
         todo = [i for i, s in enumerate(spans) if len(s)]
         tokens = dict(zip(todo, self.token_vectors([texts[i] for i in todo])))

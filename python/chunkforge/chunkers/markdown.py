@@ -10,6 +10,7 @@ import numpy as np
 from .. import _native
 from .._io import SYNTAXES, syntax_for_path, syntax_named  # noqa: F401  (syntax_for_path: the one rule, re-exported)
 from ..chunk import Chunk, ChunkBatch, Chunks
+from ..errors import ArgumentError
 from ..tokenizer import _as_list, check_threads
 from ._base import BaseChunker, BatchSpans, Spans, check_min_tokens
 
@@ -48,7 +49,7 @@ class MarkdownChunker(BaseChunker):
         self.min_tokens = check_min_tokens(min_tokens, self.max_tokens)
         known = syntax_named(syntax)
         if known is None:
-            raise ValueError(f"syntax must be one of {', '.join(SYNTAXES)}, not {syntax!r}")
+            raise ArgumentError(f"must be one of {', '.join(SYNTAXES)}, not {syntax!r}", param="syntax")
         self.syntax = known
         self._native = _native.Chunker(
             self.tokenizer._native, known, self.max_tokens, overlap=self.overlap, min_tokens=self.min_tokens

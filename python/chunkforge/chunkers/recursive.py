@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import _native
+from ..errors import ArgumentTypeError
 from ._base import BaseChunker, check_min_tokens
 
 
@@ -41,7 +42,7 @@ class RecursiveChunker(BaseChunker):
         self.min_tokens = check_min_tokens(min_tokens, self.max_tokens)
         if separators is not None:
             if isinstance(separators, str) or not all(isinstance(s, str) for s in separators):
-                raise TypeError("separators must be a list of str")
+                raise ArgumentTypeError("must be a list of str", param="separators")
             if any(s == "" for s in separators):
                 raise ValueError(
                     "separators must not contain an empty string (token boundaries are always the last resort)"

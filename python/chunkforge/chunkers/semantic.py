@@ -28,6 +28,7 @@ import numpy as np
 from .. import _native
 from .._checks import check_int
 from ..chunk import Chunk, ChunkBatch, Chunks
+from ..errors import ArgumentTypeError
 from ..tokenizer import _as_list
 from ._base import (
     BatchSpans,
@@ -82,7 +83,7 @@ class SemanticChunker:
         window: int = 1,
     ) -> None:
         if not callable(getattr(encoder, "embed", None)):
-            raise TypeError(f"encoder must be a chunkforge.Encoder, not {type(encoder).__name__}")
+            raise ArgumentTypeError(f"must be a chunkforge.Encoder, not {type(encoder).__name__}", param="encoder")
         self.encoder = encoder
         self.tokenizer = encoder.tokenizer
         self.max_tokens = check_int("max_tokens", default_max_tokens(self.tokenizer, max_tokens), 1)
@@ -95,7 +96,7 @@ class SemanticChunker:
                     f"threshold must be 'pNN' (a percentile, 0-100) or a float distance, not {threshold!r}"
                 )
         elif isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-            raise TypeError(f"threshold must be a float or 'pNN', not {type(threshold).__name__}")
+            raise ArgumentTypeError(f"must be a float or 'pNN', not {type(threshold).__name__}", param="threshold")
         self.threshold = threshold
         self._fallback = RecursiveChunker(self.tokenizer, self.max_tokens)
 

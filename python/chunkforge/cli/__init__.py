@@ -21,11 +21,13 @@ import importlib
 import os
 import sys
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from types import ModuleType
-from typing import Any
+from typing import Any, TextIO
 
-from ..errors import InputError
+from ..errors import ChunkforgeError, InputError
 
 COMMANDS = {
     "chunk": ".chunk",
@@ -64,7 +66,74 @@ class Parser(argparse.ArgumentParser):
         parsed, extras = super().parse_known_args(args, namespace)
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
+        # the flags of the (sub)command that parsed, a subcommand's first (see flag_of)
+        parsed.cli_flags = {**self.flags, **getattr(parsed, "cli_flags", {})}
         return parsed, extras
+
+    @property
+    def flags(self) -> dict[str, str]:
+        """Each argument's ``dest`` and how the command line spells it: its long flag
+        (``max_tokens``: ``--max-tokens``), or a positional's metavar (``PATH``)."""
+        spelled: dict[str, str] = {}
+        for action in self._actions:
+            if action.dest in (argparse.SUPPRESS, "help"):
+                continue
+            if action.option_strings:
+                spelled[action.dest] = max(action.option_strings, key=len)
+            elif isinstance(action.metavar, str):
+                spelled[action.dest] = action.metavar
+            else:
+                spelled[action.dest] = action.dest.upper()
+        return spelled
+
+
+def flag_of(param: str | None, args: argparse.Namespace, extra: Mapping[str, str] = {}) -> str | None:
+    """How the command of ``args`` spells the library's parameter ``param``: a flag the command
+    names after another parameter (``extra``, a command's ``FLAGS``), else the flag whose
+    ``dest`` is ``param``; None when the command has no such flag.
+
+    >>> args = build_parser().parse_args(["chunk", "a.md", "--max-tokens", "0"])
+    >>> flag_of("max_tokens", args), flag_of("max_length", args), flag_of("paths", args)
+    ('--max-tokens', None, 'PATH')
+    """
+    if param is None:
+        return None
+    return extra.get(param) or getattr(args, "cli_flags", {}).get(param)
+
+
+def spelled(exc: ChunkforgeError, args: argparse.Namespace) -> str:
+    """A library error's message as the command line says it: its parameter (``exc.param``)
+    spelled as the command's flag (:func:`flag_of`), or as the library says it where the
+    command has no flag for it."""
+    flag = flag_of(exc.param, args, getattr(_command(args.command), "FLAGS", {}))
+    return str(exc) if flag is None else exc.named(flag)
+
+
+@contextmanager
+def _warnings_with_flags(args: argparse.Namespace) -> Iterator[None]:
+    """Warnings about a parameter (an encoder's :class:`~chunkforge.encoder.TruncationWarning`)
+    printed as one line with the command's flag; other warnings as Python prints them."""
+    shown = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        named = getattr(message, "named", None)
+        if not callable(named):
+            shown(message, category, filename, lineno, file, line)
+            return
+        flag = flag_of(getattr(message, "param", None), args, getattr(_command(args.command), "FLAGS", {}))
+        text = str(message) if flag is None else named(flag)
+        print(f"chunkforge: warning: {text}", file=sys.stderr if file is None else file)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 def _command(name: str) -> ModuleType:
@@ -95,9 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     started = time.perf_counter()
     try:
-        summary = _run(args.command, args)
-    except InputError as exc:
-        print(f"chunkforge: error: {exc}", file=sys.stderr)
+        with _warnings_with_flags(args):
+            summary = _run(args.command, args)
+    except ChunkforgeError as exc:
+        print(f"chunkforge: error: {spelled(exc, args)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # The reader went away (``| head``): stop quietly, and keep the exit flush from failing again.

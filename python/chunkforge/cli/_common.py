@@ -1,13 +1,18 @@
-"""What the commands share: where output goes (atomically), the checks of ``--out``, the
-encoder of ``--model``, and library errors spelled with the command's flags."""
+"""What the commands share: where output goes (atomically), the checks of ``--out`` and the
+encoder of ``--model``. (Library errors carry the parameter they are about, which
+:func:`chunkforge.cli.main` spells as the command's flag.)
+
+>>> with open_output("-") as out:
+...     print("one record", file=out)
+one record
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -50,26 +55,13 @@ def load_index_encoder(index: Any) -> None:
         raise InputError(f"cannot load the index's encoder: {exc}") from exc
 
 
-def flag_named(message: str, flags: Mapping[str, str]) -> str:
-    """A library error's ``message`` with the parameter it starts with, or names in
-    parentheses, spelled as the command's flag (``flags``: parameter -> flag).
-
-    >>> flag_named("max_tokens must be >= 1, not 0", {"max_tokens": "--max-tokens"})
-    '--max-tokens must be >= 1, not 0'
-    >>> flag_named('d.jsonl:1: record has no "kye" (id_column)', {"id_column": "--id-column"})
-    'd.jsonl:1: record has no "kye" (--id-column)'
-    """
-    names = "|".join(re.escape(name) for name in flags)
-    return re.sub(rf"^(?:{names})\b|(?<=\()(?:{names})(?=\))", lambda m: flags[m.group(0)], message)
-
-
 def load_cli_encoder(args: Any) -> Encoder:
     """The encoder of ``--model`` and the command's other encoder flags (a command may lack
-    ``--on-overflow`` or ``--max-batch-tokens``); errors and overflow messages name the flags."""
+    ``--on-overflow`` or ``--max-batch-tokens``); errors carry the parameter (``model``)."""
     for name in ("threads", "max_batch_tokens", "shard_rows"):
         value = getattr(args, name, None)
         if value is not None and value < 1:
-            raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+            raise InputError(f"must be >= 1, got {value}", param=name)
     options = EncoderOptions(
         model=args.model,
         variant=args.variant,
@@ -78,9 +70,4 @@ def load_cli_encoder(args: Any) -> Encoder:
         threads=args.threads,
         show_progress=False if args.no_progress else None,
     )
-    try:
-        encoder = load_encoder(options)
-    except InputError as exc:
-        raise InputError(flag_named(str(exc), {"model": "--model"})) from exc
-    encoder.overflow_option = "--on-overflow {}"
-    return encoder
+    return load_encoder(options)

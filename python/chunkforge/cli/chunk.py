@@ -25,7 +25,7 @@ from ..chunkers import node_id
 from ..chunkers.registry import cli_strategies
 from ..errors import InputError
 from ..tokenizer import check_threads
-from ._common import flag_named, open_output, refuse_output_input
+from ._common import open_output, refuse_output_input
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -283,14 +283,8 @@ def chunker_options(args: argparse.Namespace) -> ChunkerOptions:
 
 def run(args: argparse.Namespace) -> str:
     """The ``chunk`` command; returns the summary line, raises InputError on bad input or arguments."""
-    try:
-        check_threads(args.threads)
-    except ValueError as exc:
-        raise InputError(f"--{exc}") from exc
-    try:
-        chunkers = ChunkerSet(chunker_options(args))
-    except InputError as exc:
-        raise InputError(flag_named(str(exc), {"model": "--model"})) from exc
+    check_threads(args.threads)
+    chunkers = ChunkerSet(chunker_options(args))
     out_format(args.out)
     check_paths(args.paths)
     suffixes = CODE_SUFFIXES if args.strategy == "code" else FOLDER_SUFFIXES

@@ -285,10 +285,7 @@ def run(args: argparse.Namespace) -> str:
     from ..encoder import TruncationWarning
 
     key = vectors_key(model_fingerprint(encoder), "float32") if fmt == "parquet" or args.reuse else ""
-    try:
-        cache = VectorCache(None, key, args.reuse) if args.reuse else None
-    except InputError as exc:
-        raise InputError(f"--{exc}") from exc
+    cache = VectorCache(None, key, args.reuse) if args.reuse else None
     records = (parse_chunk_record(where, record) for where, record, _ in read_records(args.path))
     with (
         warnings.catch_warnings(record=True) as caught,
@@ -311,10 +308,12 @@ def run(args: argparse.Namespace) -> str:
                 if len(missing):
                     vectors[missing] = encoder.embed([texts[i] for i in missing], show_progress=bar)
             except ValueError as exc:
-                raise InputError(f"{args.path}, chunks {first}-{first + len(shard) - 1}: {exc}") from exc
+                raise InputError.of(exc, where=f"{args.path}, chunks {first}-{first + len(shard) - 1}") from exc
             for warning in caught:
+                message = warning.message
+                text = message.named("--on-overflow") if isinstance(message, TruncationWarning) else str(message)
                 print(
-                    f"chunkforge: warning: {args.path}, chunks {first}-{first + len(shard) - 1}: {warning.message}",
+                    f"chunkforge: warning: {args.path}, chunks {first}-{first + len(shard) - 1}: {text}",
                     file=sys.stderr,
                 )
             caught.clear()

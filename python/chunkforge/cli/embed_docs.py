@@ -16,38 +16,15 @@ from .._recommended import VARIANTS
 from ..bulk.spec import SHARD_DOCS
 from ..chunkers.registry import bulk_strategies
 from ..errors import InputError
-from ._common import flag_named
 
 FLAGS = {
-    **{
-        name: "--" + name.replace("_", "-")
-        for name in (
-            "model",
-            "variant",
-            "strategy",
-            "max_tokens",
-            "overlap",
-            "id_column",
-            "text_column",
-            "on_overflow",
-            "max_batch_tokens",
-            "threads",
-            "shard_docs",
-            "leaf_tokens",
-            "parent_tokens",
-            "out",
-            "lancedb",
-            "ray",
-            "ray_actors",
-            "reuse",
-        )
-    },
     "dtype": "--float16",
     "units": "--index",
     "search_prefix": "--no-search-prefix",
     "inputs": "DOCS",
 }
-"""The bulk job's parameters and the flags that set them."""
+"""The bulk job's parameters that a flag named otherwise sets, and the flags (the others are
+the flags whose ``dest`` they are, see :func:`chunkforge.cli.flag_of`)."""
 
 
 def add_parser(commands: Any) -> None:
@@ -201,16 +178,13 @@ def run(args: argparse.Namespace) -> str:
         search_prefix=not args.no_search_prefix,
         reuse=tuple(args.reuse),
     )
-    try:
-        summary = bulk.run(
-            args.paths,
-            args.out,
-            spec=spec,
-            progress=False if args.no_progress else "log",
-            lancedb=args.lancedb,
-            ray=args.ray,
-            ray_actors=args.ray_actors,
-        )
-    except InputError as exc:
-        raise InputError(flag_named(str(exc), FLAGS)) from exc
+    summary = bulk.run(
+        args.paths,
+        args.out,
+        spec=spec,
+        progress=False if args.no_progress else "log",
+        lancedb=args.lancedb,
+        ray=args.ray,
+        ray_actors=args.ray_actors,
+    )
     return summary.line()

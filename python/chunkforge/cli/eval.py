@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> str:
         measure = SpanMeasure(corpus, args.unit, args.tokenizer)
         cache = None if args.no_cache else EmbeddingCache(args.cache or cache_root() / "embeddings.sqlite")
     except (OSError, ValueError) as exc:
-        raise InputError(str(exc)) from exc
+        raise InputError.of(exc) from exc
     encoders: dict[str, Encoder] = {}
     results = []
     with job_progress(False if args.no_progress else "log", "eval", total=len(configs), unit=" configs") as bar:

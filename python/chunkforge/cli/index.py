@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> str:
     try:
         from ..index import Index
     except ImportError as exc:
-        raise InputError(str(exc)) from exc
+        raise InputError.of(exc) from exc
     if args.index_command == "build":
         check_paths(args.paths)
         encoder = load_cli_encoder(args)
@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> str:
                 search_prefix=not args.no_search_prefix,
             )
         except (ValueError, TypeError) as exc:
-            raise InputError(str(exc)) from exc
+            raise InputError.of(exc) from exc
         return add_and_save(index, args.paths, args.out, args.no_progress)
     index = load_index(Index, args.index)
     if args.index_command == "add":
@@ -157,7 +157,7 @@ def load_index(index_class: Any, path: str) -> Any:
     try:
         return index_class.load(path)
     except (FileNotFoundError, CorruptIndexError) as exc:
-        raise InputError(str(exc)) from exc
+        raise InputError.of(exc) from exc
 
 
 def add_and_save(index: Any, paths: list[str], out: str, no_progress: bool) -> str:
@@ -167,7 +167,7 @@ def add_and_save(index: Any, paths: list[str], out: str, no_progress: bool) -> s
         index.add(read_documents(paths), show_progress=False if no_progress else None)
         index.save(out)
     except (ValueError, TypeError) as exc:
-        raise InputError(str(exc)) from exc
+        raise InputError.of(exc) from exc
     return f"{len(index)} docs, {index.leaf_count} leaves -> {out}"
 
 

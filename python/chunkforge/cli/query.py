@@ -105,11 +105,11 @@ def run(args: argparse.Namespace) -> str:
         from ..index.options import ExpandOptions
         from ..serve.source import SourceError, open_index
     except ImportError as exc:
-        raise InputError(str(exc)) from exc
+        raise InputError.of(exc) from exc
     try:
         index: Any = open_index(args.index)
     except SourceError as exc:
-        raise InputError(str(exc)) from exc
+        raise InputError.of(exc) from exc
     load_index_encoder(index)
     try:
         hits = index.search(
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> str:
         )
         payload = index.expand(hits, options)
     except (ValueError, TypeError) as exc:
-        raise InputError(str(exc)) from exc
+        raise InputError.of(exc) from exc
     if args.json:
         print(
             json.dumps(

@@ -151,5 +151,5 @@ def run(args: argparse.Namespace) -> str:
                 http=GuardedH11Protocol,
             )
     except SourceError as exc:
-        raise InputError(str(exc)) from exc
+        raise InputError.of(exc) from exc
     return f"served {args.index} on {args.host}:{args.port}"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._checks import check_int
+from ..errors import ArgumentError, ArgumentTypeError
 from ..tokenizer import model_max_length
 
 if TYPE_CHECKING:
@@ -70,11 +71,11 @@ class SentenceTransformersNames:
         (384,)
         """
         if convert_to_tensor:
-            raise ValueError("convert_to_tensor=True is not supported: chunkforge returns numpy arrays (no PyTorch)")
+            raise ArgumentError("convert_to_tensor=True is not supported: chunkforge returns numpy arrays (no PyTorch)")
         if batch_size is not None:
             check_int("batch_size", batch_size, 1)
         if prompt is not None and not isinstance(prompt, str):
-            raise TypeError(f"prompt must be a str, not {type(prompt).__name__}")
+            raise ArgumentTypeError(f"must be a str, not {type(prompt).__name__}", param="prompt")
         single = isinstance(sentences, str)
         texts = check_texts([sentences] if isinstance(sentences, str) else sentences, name="sentences")
         if prompt:
@@ -111,7 +112,7 @@ class SentenceTransformersNames:
         (``config_sentence_transformers.json``), else ``"cosine"``."""
         name = self._sentence_transformers_config.get("similarity_fn_name") or "cosine"
         if name not in SIMILARITIES:
-            raise ValueError(f"similarity_fn_name {name!r} is not one of {', '.join(SIMILARITIES)}")
+            raise ArgumentError(f"{name!r} is not one of {', '.join(SIMILARITIES)}", param="similarity_fn_name")
         return str(name)
 
     def similarity(self, embeddings1: np.ndarray, embeddings2: np.ndarray) -> np.ndarray:
@@ -126,7 +127,9 @@ class SentenceTransformersNames:
         a = np.atleast_2d(np.asarray(embeddings1, np.float32))
         b = np.atleast_2d(np.asarray(embeddings2, np.float32))
         if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
-            raise ValueError(f"embeddings1 {a.shape} and embeddings2 {b.shape} must be rows of one dimension")
+            raise ArgumentError(
+                f"{a.shape} and embeddings2 {b.shape} must be rows of one dimension", param="embeddings1"
+            )
         name = self.similarity_fn_name
         if name == "cosine":
             a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
@@ -176,7 +179,9 @@ class SentenceTransformersNames:
         prompts = self.prompts
         if prompt_name is not None:
             if prompt_name not in prompts:
-                raise ValueError(f"prompt_name {prompt_name!r} is not one of the model's prompts: {sorted(prompts)}")
+                raise ArgumentError(
+                    f"{prompt_name!r} is not one of the model's prompts: {sorted(prompts)}", param="prompt_name"
+                )
             return prompts[prompt_name]
         return next((prompts[n] for n in names if n in prompts), None)
 
@@ -235,9 +240,11 @@ def read_json(path: Path, kind: type = dict) -> Any:
 
 def check_texts(texts: Iterable[str], name: str = "texts") -> list[str]:
     if isinstance(texts, str):
-        raise TypeError(f"{name} must be a list of str, not a single str (use embed_query or encode for one text)")
+        raise ArgumentTypeError(
+            "must be a list of str, not a single str (use embed_query or encode for one text)", param=name
+        )
     texts = list(texts)
     for i, text in enumerate(texts):
         if not isinstance(text, str):
-            raise TypeError(f"{name}[{i}] must be a str, not {type(text).__name__}")
+            raise ArgumentTypeError(f"[{i}] must be a str, not {type(text).__name__}", param=name)
     return texts

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from .._io import atomic_path, cache_root, checksum_ok, write_checksum
+from ..errors import ArgumentError
 
 if TYPE_CHECKING:
     import onnx
@@ -75,7 +76,7 @@ def ensure_variant(
     config and the converter version, so changed weights get a fresh conversion.
     """
     if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
+        raise ArgumentError(f"must be one of {', '.join(VARIANTS)}, not {variant!r}", param="variant")
     model_dir = Path(model_dir)
     weights, config = model_dir / "model.safetensors", model_dir / "config.json"
     for path in (weights, config):

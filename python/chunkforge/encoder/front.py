@@ -29,6 +29,7 @@ import numpy as np
 
 from .._checks import check_int
 from .._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS, DEFAULT_OPENVINO_BATCH_TOKENS
+from ..errors import ArgumentError, ArgumentTypeError, ChunkforgeWarning
 from ..tokenizer import Tokenizer
 from . import onnxruntime
 from .compat import SentenceTransformersNames, check_texts, read_json, read_model_config
@@ -61,8 +62,9 @@ _Padded = tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]
 """Padded model inputs (:meth:`Tokenizer.encode_padded`): ids, mask, offsets (when asked), full lengths."""
 
 
-class TruncationWarning(UserWarning):
-    """Texts longer than the encoder's ``max_length`` were truncated (``on_overflow="warn"``)."""
+class TruncationWarning(ChunkforgeWarning):
+    """Texts longer than the encoder's ``max_length`` were truncated (``on_overflow="warn"``);
+    ``param`` is ``"on_overflow"``, the setting that allows or refuses it."""
 
 
 class TokenEmbeddings(NamedTuple):
@@ -93,9 +95,6 @@ class Encoder(SentenceTransformersNames):
     True
     """
 
-    #: how overflow messages spell the policy option (the CLI sets "--on-overflow {}")
-    overflow_option = "on_overflow='{}'"
-
     def __init__(
         self,
         graph: str | os.PathLike[str],
@@ -114,15 +113,19 @@ class Encoder(SentenceTransformersNames):
     ) -> None:
         check_int("max_length", max_length, 2)
         if runtime not in RUNTIMES:
-            raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+            raise ArgumentError(f"must be one of {', '.join(RUNTIMES)}, not {runtime!r}", param="runtime")
         if precision is not None and runtime != "openvino":
-            raise ValueError(f"precision={precision!r} is for runtime='openvino' (ONNX Runtime runs the graph's own)")
+            raise ArgumentError(
+                f"precision={precision!r} is for runtime='openvino' (ONNX Runtime runs the graph's own)"
+            )
         if max_batch_tokens is not None:
             check_int("max_batch_tokens", max_batch_tokens, 1)
         if pooling not in ("mean", "cls"):
-            raise ValueError(f"pooling must be 'mean' or 'cls', not {pooling!r}")
+            raise ArgumentError(f"must be 'mean' or 'cls', not {pooling!r}", param="pooling")
         if on_overflow not in OVERFLOW_POLICIES:
-            raise ValueError(f"on_overflow must be one of {', '.join(OVERFLOW_POLICIES)}, not {on_overflow!r}")
+            raise ArgumentError(
+                f"must be one of {', '.join(OVERFLOW_POLICIES)}, not {on_overflow!r}", param="on_overflow"
+            )
         self.graph = Path(graph)
         # how to build it again (pickling): the constructor's arguments, or the
         # classmethod that made it (which finds its converted graph in the cache)
@@ -285,7 +288,7 @@ class Encoder(SentenceTransformersNames):
         settings = {**read_model_config(folder), **options}
         limit = read_json(folder / "config.json").get("max_position_embeddings")
         if isinstance(limit, int) and int(settings.get("max_length", 256)) > limit:  # type: ignore[call-overload]
-            raise ValueError(
+            raise ArgumentError(
                 f"max_length={settings['max_length']} exceeds the model's {limit} positions "
                 f"(max_position_embeddings in {folder / 'config.json'})"
             )
@@ -397,7 +400,7 @@ class Encoder(SentenceTransformersNames):
         (384,)
         """
         if not isinstance(text, str):
-            raise TypeError(f"text must be a str, not {type(text).__name__}")
+            raise ArgumentTypeError(f"must be a str, not {type(text).__name__}", param="text")
         ids, mask, _, full = self.tokenizer.encode_padded([text], self.max_length)
         self._check_overflow(full, ["text"], stacklevel=3)
         if self._query_session is None and self._cuda:
@@ -509,15 +512,12 @@ class Encoder(SentenceTransformersNames):
         if len(over) == 0 or self.on_overflow == "truncate":
             return
         first = f"{names[over[0]]} has {int(lengths[over[0]])} tokens"
-        policy = self.overflow_option.format
         if self.on_overflow == "error":
-            raise ValueError(f"{first}, more than max_length={self.max_length} ({policy('error')})")
-        warnings.warn(
-            f"{len(over)} of {len(lengths)} texts longer than max_length={self.max_length} tokens were truncated "
-            f"({first}); pass {policy('truncate')} to allow it quietly or {policy('error')} to refuse",
-            TruncationWarning,
-            stacklevel=stacklevel,
-        )
+            where = f"{first}, more than max_length={self.max_length}"
+            raise ArgumentError("error refuses it (truncate cuts it)", param="on_overflow", where=where)
+        where = f"{len(over)} of {len(lengths)} texts longer than max_length={self.max_length} tokens were truncated ({first})"
+        warning = TruncationWarning("truncate allows it quietly, error refuses it", param="on_overflow", where=where)
+        warnings.warn(warning, stacklevel=stacklevel)
 
     @property
     def special_token_counts(self) -> tuple[int, int]:
@@ -585,7 +585,7 @@ def _openvino_runner(
     if precision is None:
         precision = "bf16" if openvino.cpu_has_bf16() else "fp32"
     elif precision == "bf16" and not openvino.cpu_has_bf16():
-        raise ValueError("precision='bf16' needs a CPU with AMX or AVX512_BF16; this one has neither (use 'fp32')")
+        raise ArgumentError("precision='bf16' needs a CPU with AMX or AVX512_BF16; this one has neither (use 'fp32')")
     return openvino.OpenVinoRunner(
         with_pooled_output(model, states, pooling, normalize), precision, threads, max_width, hint
     )

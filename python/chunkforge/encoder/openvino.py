@@ -27,6 +27,8 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
+from ..errors import ArgumentError
+
 
 def _without_telemetry() -> None:
     """Declines OpenVINO's usage statistics for this process, by their own rule for CI, while
@@ -93,7 +95,7 @@ class OpenVinoRunner:
         hint: Hint = "THROUGHPUT",
     ) -> None:
         if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+            raise ArgumentError(f"must be one of {', '.join(PRECISIONS)}, not {precision!r}", param="precision")
         config: dict[str, object] = {"INFERENCE_PRECISION_HINT": _HINTS[precision], "PERFORMANCE_HINT": hint}
         if hint == "LATENCY":
             config["NUM_STREAMS"] = 1

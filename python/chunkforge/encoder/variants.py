@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Sequence
 
 from .._recommended import VARIANTS
+from ..errors import ArgumentError
 from .onnxruntime import default_providers
 
 OPENVINO_EXTRA = 'pip install "chunkforge[openvino]"'
@@ -92,7 +93,7 @@ def advise_runtime(asked: str, variant: str, options: dict[str, object]) -> str 
 def _variant_settings(variant: str, options: dict[str, object]) -> tuple[str, dict[str, object]]:
     """``variant`` with "auto" resolved, and the encoder options it adds to ``options``."""
     if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
+        raise ArgumentError(f"must be one of {', '.join(VARIANTS)}, not {variant!r}", param="variant")
     if variant == "auto":
         variant = auto_variant(options.get("providers"))  # type: ignore[arg-type]
     if variant == "bf16":

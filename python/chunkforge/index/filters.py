@@ -38,8 +38,7 @@ class FilterError(InputError, TypeError):
     names it."""
 
     def __init__(self, param: str, message: str) -> None:
-        super().__init__(f"{param}: {message}")
-        self.param = param
+        super().__init__(f": {message}", param=param)
 
 
 def value_key(value: Any) -> str | None:
