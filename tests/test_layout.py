@@ -167,3 +167,63 @@ def test_the_native_stubs_state_what_the_binding_does():
     assert "4 x the cores" in docs["max_threads"] and _native.max_threads() % 4 == 0
     with pytest.raises(ValueError, match="threads"):
         chunkforge.Tokenizer.default().count_batch(["a"], threads=_native.max_threads() + 1)
+
+
+DIRECTIONS = [
+    # (importer prefix, imported prefix, why it must not)
+    ("chunkforge.chunkers", "chunkforge.index", "chunkers cut text; the index is built on them"),
+    ("chunkforge.chunkers", "chunkforge.bulk", "chunkers cut text; the bulk job runs them"),
+    ("chunkforge.chunkers", "chunkforge.serve", "chunkers know nothing of the service"),
+    ("chunkforge.readers", "chunkforge.index", "readers make documents; the index takes them"),
+    ("chunkforge.readers", "chunkforge.bulk", "readers make documents; the bulk job takes them"),
+    ("chunkforge.encoder", "chunkforge.index", "the encoder embeds; the index calls it"),
+    ("chunkforge.index", "chunkforge.serve", "the service serves an index, not the other way"),
+    ("chunkforge.index", "chunkforge.cli", "the command line drives the library"),
+    ("chunkforge.bulk", "chunkforge.cli", "the command line drives the library"),
+]
+
+
+@pytest.mark.parametrize(("importer", "imported", "why"), DIRECTIONS, ids=[f"{a}-{b}" for a, b, _ in DIRECTIONS])
+def test_imports_go_one_way(importer, imported, why):
+    edges = graph()
+    wrong = sorted(
+        f"{name} -> {target}"
+        for name, targets in edges.items()
+        if name == importer or name.startswith(importer + ".")
+        for target in targets
+        if target == imported or target.startswith(imported + ".")
+    )
+    assert wrong == [], why
+
+
+def test_only_the_index_the_service_and_the_bulk_job_reach_the_store():
+    """The LanceDB store is one module; the index owns it, the service opens it, the bulk job
+    writes it (``--lancedb``), the query command opens it through the service's opener."""
+    allowed = ("chunkforge.index", "chunkforge.serve", "chunkforge.bulk")
+    reach = sorted(
+        name
+        for name, targets in graph().items()
+        if "chunkforge.index.store" in targets and not name.startswith(allowed)
+    )
+    assert reach == []
+
+
+def test_every_index_keeps_the_contract():
+    """``Index``, the store and the service's client answer ``search``, ``expand`` and ``query``
+    with the contract's parameters (``chunkforge.index.contract``)."""
+    import inspect
+
+    pytest.importorskip("hnswlib")
+    pytest.importorskip("lancedb")
+    pytest.importorskip("httpx")
+    from chunkforge.index import Index
+    from chunkforge.index.contract import EXPAND_PARAMETERS, QUERY_PARAMETERS, SEARCH_PARAMETERS, Retriever
+    from chunkforge.index.store import StoreIndex
+    from chunkforge.serve.client import ServiceClient
+
+    wanted = {"search": SEARCH_PARAMETERS, "expand": EXPAND_PARAMETERS, "query": QUERY_PARAMETERS}
+    for kind in (Index, StoreIndex, ServiceClient):
+        for method, names in wanted.items():
+            found = set(inspect.signature(getattr(kind, method)).parameters) - {"self"}
+            assert found == names, f"{kind.__name__}.{method}: {sorted(found ^ names)}"
+        assert issubclass(kind, Retriever)

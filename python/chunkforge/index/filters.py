@@ -167,6 +167,24 @@ class Filter:
                 where[name] = where[name] & keys if name in where else keys
         return Filter(ids, where, _narrower(self.heading_prefix, other.heading_prefix))
 
+    def as_request(self) -> dict[str, Any]:
+        """The filter as a request to the service names it (``doc_id``, ``where``,
+        ``heading_prefix``; ``source`` is the field ``"source"`` of ``where``).
+
+        >>> Filter.of(source="docs", where={"year": 2024}).as_request()
+        {'where': {'year': [2024], 'source': ['docs']}}
+        """
+        out: dict[str, Any] = {}
+        if self.doc_ids is not None:
+            out["doc_id"] = sorted(self.doc_ids)
+        if self.where is not None:
+            out["where"] = {
+                name: sorted((json.loads(k) for k in keys), key=json.dumps) for name, keys in self.where.items()
+            }
+        if self.heading_prefix is not None:
+            out["heading_prefix"] = list(self.heading_prefix)
+        return out
+
     def admits(self, doc_id: str, metadata: Mapping[str, Any]) -> bool:
         """Whether the document ``doc_id`` with ``metadata`` passes (its heading prefix aside)."""
         if self.doc_ids is not None and doc_id not in self.doc_ids:

@@ -10,10 +10,13 @@ what the framework retrievers make of a passage, served or in-process.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..index import Hit
+from ..index.filters import Filter, filter_of
+from ..index.options import ExpandOptions
 
 
 @dataclass(frozen=True)
@@ -77,33 +80,68 @@ class ServiceClient:
             raise ServiceError(response.status_code, detail)
         return response.json()
 
-    def search(self, query: str, k: int = 12, **filters: Any) -> list[Hit]:
-        """``POST /search``: as :meth:`Index.search <chunkforge.index.Index.search>`."""
-        return [_hit(h) for h in self._post("/search", {"query": query, "k": k, **filters})["hits"]]
+    def search(
+        self,
+        query: str,
+        k: int = 12,
+        *,
+        doc_id: str | Collection[str] | None = None,
+        source: str | Collection[str] | None = None,
+        heading_prefix: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        hybrid: bool | None = None,
+        filter: Filter | None = None,
+    ) -> list[Hit]:
+        """``POST /search``: as :meth:`Index.search <chunkforge.index.Index.search>` (the filters
+        narrowed here into one request; the service may narrow them further)."""
+        passes = filter_of(filter, doc_id, source, where, heading_prefix)
+        body = {"query": query, "k": k, **passes.as_request(), **({} if hybrid is None else {"hybrid": hybrid})}
+        return [_hit(h) for h in self._post("/search", body)["hits"]]
 
-    def query(self, question: str, k: int | None = None, **options: Any) -> ServedPayload:
-        """``POST /query``: search options (``doc_id``, ``source``, ``heading_prefix``,
-        ``hybrid``, ``where``) and expansion options of :meth:`Index.expand
-        <chunkforge.index.Index.expand>`; ``budget_tokens`` 1,000 unless given."""
-        body = {"question": question, **({} if k is None else {"k": k}), **options}
-        answer = self._post("/query", body)
-        passages = [
-            ServedPassage(
-                p["doc_id"],
-                p["start"],
-                p["end"],
-                p["token_count"],
-                p["score"],
-                tuple(p["heading_path"]),
-                p["text"],
-                tuple(_hit(h) for h in p["hits"]),
-                p.get("citation"),
-            )
-            for p in answer["passages"]
-        ]
-        return ServedPayload(
-            answer["version"], passages, [_hit(h) for h in answer["dropped"]], answer.get("metadata", {})
-        )
+    def expand(
+        self,
+        hits: Iterable[Hit],
+        options: ExpandOptions | None = None,
+        /,
+        *,
+        filter: Filter | None = None,
+        **given: Any,
+    ) -> ServedPayload:
+        """``POST /expand``: hits from :meth:`search` to a payload, as :meth:`Index.expand
+        <chunkforge.index.Index.expand>` (``filter`` is the service's to hold: a client cannot
+        narrow what its hits open, so passing one is an error)."""
+        if filter is not None:
+            raise TypeError("filter: the service holds /expand to its own filters; search with the filter instead")
+        body = {"hits": [_hit_body(h) for h in hits], **_options_body(ExpandOptions.of(options, **given))}
+        return _served_payload(self._post("/expand", body))
+
+    def query(
+        self,
+        question: str,
+        k: int | None = None,
+        *,
+        doc_id: str | Collection[str] | None = None,
+        source: str | Collection[str] | None = None,
+        heading_prefix: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        hybrid: bool | None = None,
+        filter: Filter | None = None,
+        options: ExpandOptions | None = None,
+        **given: Any,
+    ) -> ServedPayload:
+        """``POST /query``: :meth:`search`'s filters and the expansion options of
+        :meth:`Index.expand <chunkforge.index.Index.expand>`; ``budget_tokens`` 1,000 unless given."""
+        passes = filter_of(filter, doc_id, source, where, heading_prefix)
+        chosen = ExpandOptions.recommended(options, **given)
+        body = {
+            "question": question,
+            **({} if k is None else {"k": k}),
+            **({} if hybrid is None else {"hybrid": hybrid}),
+            **passes.as_request(),
+            **_options_body(chosen),
+            "budget_tokens": chosen.budget_tokens,
+        }
+        return _served_payload(self._post("/query", body))
 
     def close(self) -> None:
         self._http.close()
@@ -111,6 +149,34 @@ class ServiceClient:
 
 def _hit(h: dict[str, Any]) -> Hit:
     return Hit(**{**h, "heading_path": tuple(h["heading_path"])})
+
+
+def _hit_body(h: Hit) -> dict[str, Any]:
+    fields = ("doc_id", "start", "end", "score", "text", "heading_path", "id", "leaf")
+    return {f: list(h.heading_path) if f == "heading_path" else getattr(h, f) for f in fields}
+
+
+def _options_body(options: ExpandOptions) -> dict[str, Any]:
+    """The expansion options a request carries (``max_chars`` is the service's own)."""
+    return {k: v for k, v in options.given().items() if k != "max_chars"}
+
+
+def _served_payload(answer: dict[str, Any]) -> ServedPayload:
+    passages = [
+        ServedPassage(
+            p["doc_id"],
+            p["start"],
+            p["end"],
+            p["token_count"],
+            p["score"],
+            tuple(p["heading_path"]),
+            p["text"],
+            tuple(_hit(h) for h in p["hits"]),
+            p.get("citation"),
+        )
+        for p in answer["passages"]
+    ]
+    return ServedPayload(answer["version"], passages, [_hit(h) for h in answer["dropped"]], answer.get("metadata", {}))
 
 
 def retrieve(index: Any, question: str, k: int | None, expansion: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._io import MANIFEST
+from .._recommended import RECOMMENDED
 from ..errors import ChunkforgeError
+from ..index.contract import Retriever
 
 if TYPE_CHECKING:
     from ..index import Hit, Index, Payload
@@ -34,21 +36,13 @@ if TYPE_CHECKING:
     from ..index.store import StoreIndex
 
 
-class Servable(Protocol):
-    """An index the service can answer from: :meth:`Index.search <chunkforge.index.Index.search>`
-    and :meth:`Index.expand <chunkforge.index.Index.expand>`, and the version it holds.
-    ``search`` takes the filters as keywords (``doc_id``, ``source``, ``heading_prefix``,
-    ``hybrid``, and ``where`` where it has one: the service passes ``where`` only when a
-    request has one, and answers 422 when this ``search`` takes none)."""
+class Servable(Retriever, Protocol):
+    """An index the service can answer from: the index contract
+    (:class:`~chunkforge.index.contract.Retriever`: ``search``, ``expand``, ``query``, each
+    taking the ``filter`` the service holds a request to) and the version it holds."""
 
     @property
     def version(self) -> str: ...
-
-    def search(self, query: str, k: int = ..., *, filter: Filter | None = ...) -> list[Hit]: ...
-
-    def expand(self, hits: Iterable[Hit], options: ExpandOptions | None = ..., /, **given: Any) -> Payload: ...
-
-    def query(self, question: str, **options: Any) -> Payload: ...
 
 
 class Source(Protocol):
@@ -96,12 +90,20 @@ class SavedIndex:
             filter=filter,
         )
 
-    def expand(self, hits: Iterable[Hit], options: ExpandOptions | None = None, /, **given: Any) -> Payload:
-        return self.index.expand(hits, options, **given)
+    def expand(
+        self,
+        hits: Iterable[Hit],
+        options: ExpandOptions | None = None,
+        /,
+        *,
+        filter: Filter | None = None,
+        **given: Any,
+    ) -> Payload:
+        return self.index.expand(hits, options, filter=filter, **given)
 
-    def query(self, question: str, **options: Any) -> Payload:
+    def query(self, question: str, k: int = RECOMMENDED["k"], **options: Any) -> Payload:
         """Search and expansion in one call (the store answers both from one commit)."""
-        return self.index.query(question, **options)
+        return self.index.query(question, k, **options)
 
     @property
     def documents(self) -> int:
