@@ -26,13 +26,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parent / "devset"))
-from build import BUCKETS, bucket_of, evidence_tokens  # noqa: E402
-
 from chunkforge._recommended import RECOMMENDED  # noqa: E402
 from chunkforge.eval import Span  # noqa: E402
 from chunkforge.index import Index  # noqa: E402
-from retrieval_lab import Lab, bootstrap, rrf  # noqa: E402
+from retrieval_lab import Lab, beats, bootstrap, rrf, test_slices  # noqa: E402
 
 BUDGETS = (500, 1000)
 INDEXES = {"no prefix": False, "prefix": True}
@@ -46,11 +43,15 @@ def spread_name(decay: float | None) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", help="write the Markdown report here")
+    parser.add_argument("--save-index", help="save the index with the default search prefix here")
+    parser.add_argument("--save-recalls", help="save every pipeline's per-question recalls here (npz)")
     args = parser.parse_args()
     lab = Lab()
     docs = [{"id": d.doc_id, "text": d.text, **d.metadata} for d in lab.corpus]
     indexes = {name: Index.build(docs, lab.encoder, search_prefix=on) for name, on in INDEXES.items()}
     default = "prefix" if Index(lab.encoder).search_prefix else "no prefix"
+    if args.save_index:
+        indexes[default].save(args.save_index)
     rec = f"{default}, {spread_name(RECOMMENDED['spread'])}"
     before = "no prefix, bare hits"
     bare, spread = f"{default}, bare hits", f"{default}, spread=0.5"  # the payload decision, on one index
@@ -70,21 +71,22 @@ def main() -> None:
                 spans = [[Span(x.doc_id, x.start, x.end) for x in p.passages] for p in payloads]
                 rows.setdefault(f"{index_name}, {name}", {})[b] = lab.recall(spans)
     # the query cost, round 2's policy and the recommended one interleaved question by question
-    seconds = {before: [], rec: []}
+    seconds: dict[str, list[float]] = {before: [], bare: [], rec: []}
     old, new = indexes["no prefix"], indexes[default]
     for q in lab.queries[:300]:
-        for name, index, decay in ((before, old, None), (rec, new, RECOMMENDED["spread"])):
+        for name, index, decay in ((before, old, None), (bare, new, None), (rec, new, RECOMMENDED["spread"])):
             t0 = time.perf_counter()
             index.query(q.query, spread=decay)
             seconds[name].append(time.perf_counter() - t0)
 
-    texts = {d.doc_id: d.text for d in lab.corpus}  # buckets as the dev set's build counts them
-    bucket = np.array(
-        [bucket_of(evidence_tokens([texts[r.doc_id][r.start : r.end] for r in q.references])) for q in lab.queries]
-    )
-    test = lab.split == "test"
-    slices = [("all", test)] + [(f"{name} tokens", test & (bucket == name)) for _, name in BUCKETS]
-    slices += [(g, test & (lab.genre == g)) for g in sorted(set(lab.genre.tolist()))]
+    if args.save_recalls:
+        np.savez(args.save_recalls, **{f"{name} @{b}": r for name, by in rows.items() for b, r in by.items()})
+    slices = test_slices(lab)
+    verdicts = [
+        f"- {name} against bare hits ({default}): {beats(rows[f'{default}, {name}'], rows[bare], slices)}."
+        for name, decay in SPREADS.items()
+        if decay is not None
+    ]
 
     def mean(r: np.ndarray, m: np.ndarray) -> float:
         return float(np.nanmean(r[m])) * 100
@@ -126,11 +128,12 @@ def main() -> None:
     p50 = {name: float(np.median(t)) * 1000 for name, t in seconds.items()}
     cost = (
         f"`Index.query` p50 over {len(seconds[rec])} questions, interleaved: round 2's policy ({before}) "
-        f"{p50[before]:.2f} ms, the recommended one ({rec}) {p50[rec]:.2f} ms: {p50[rec] / p50[before]:.2f}x."
+        f"{p50[before]:.2f} ms, the bare hits ({bare}) {p50[bare]:.2f} ms, the recommended one ({rec}) "
+        f"{p50[rec]:.2f} ms: {p50[rec] / p50[before]:.2f}x round 2's, {p50[rec] / p50[bare]:.2f}x the bare hits'."
     )
     text = "\n".join(
         [
-            "<!-- Written by benches/retrieval_buckets.py (issue 25). -->",
+            "<!-- Written by benches/retrieval_buckets.py (issues 25, 41). -->",
             "# The search prefix and spread on evidence of every length",
             "",
             f"`benches/devset`: {len(lab.corpus)} documents, {len(lab.queries)} questions, `{new!r}` "
@@ -140,6 +143,14 @@ def main() -> None:
             "    " + ("python benches/retrieval_buckets.py " + " ".join(sys.argv[1:])).rstrip(),
             "",
             *lines,
+            "",
+            "## The payload decision by the defaults rule",
+            "",
+            "A candidate beats the incumbent when it is ahead outside the paired 95% CI on the whole "
+            "test half or on at least one evidence-length or genre slice, at 500 or 1,000 tokens, and "
+            "behind outside the CI on none (`beats` in `benches/retrieval_lab.py`):",
+            "",
+            *verdicts,
             "",
             "## Test half: the recommended policy per slice",
             "",

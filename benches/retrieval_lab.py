@@ -10,6 +10,7 @@ in :class:`chunkforge.eval.SpanMeasure`).
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,3 +162,58 @@ def bootstrap(a: np.ndarray, b: np.ndarray, rounds: int = 4000, seed: int = 0) -
     rng = np.random.default_rng(seed)
     means = d[rng.integers(0, len(d), (rounds, len(d)))].mean(axis=1)
     return float(d.mean()), float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+
+
+@dataclass
+class Verdict:
+    """A candidate against the incumbent by the defaults rule (:func:`beats`): the slices
+    (``"label @budget"``) where it is ahead, and behind, outside the paired 95% CI."""
+
+    ahead: list[str]
+    behind: list[str]
+
+    @property
+    def wins(self) -> bool:
+        """Ahead outside the CI somewhere, behind outside it nowhere."""
+        return bool(self.ahead) and not self.behind
+
+    def __str__(self) -> str:
+        word = "beats" if self.wins else "does not beat"
+        return f"{word} (ahead: {', '.join(self.ahead) or 'nowhere'}; behind: {', '.join(self.behind) or 'nowhere'})"
+
+
+def beats(
+    candidate: dict[int, np.ndarray],
+    incumbent: dict[int, np.ndarray],
+    slices: list[tuple[str, np.ndarray]],
+    rounds: int = 4000,
+) -> Verdict:
+    """The rule that decides a default (issue 41): a candidate beats the incumbent when, at
+    some budget, it is ahead outside the paired 95% bootstrap CI on the whole test half or
+    on at least one evidence-length or genre slice, and behind outside the CI on no slice
+    at any budget. ``candidate`` and ``incumbent`` are per-question recalls by budget;
+    ``slices`` are ``(label, mask)`` over the questions (the test half and its slices). A
+    rule on the overall mean alone would throw a slice's win away."""
+    ahead, behind = [], []
+    for budget in candidate:
+        for label, mask in slices:
+            _, lo, hi = bootstrap(candidate[budget][mask], incumbent[budget][mask], rounds)
+            if lo > 0:
+                ahead.append(f"{label} @{budget}")
+            elif hi < 0:
+                behind.append(f"{label} @{budget}")
+    return Verdict(ahead, behind)
+
+
+def test_slices(lab: Lab) -> list[tuple[str, np.ndarray]]:
+    """The test half, its evidence-length buckets and its genres: the slices of :func:`beats`."""
+    sys.path.insert(0, str(DEVSET))
+    from build import BUCKETS, bucket_of, evidence_tokens
+
+    texts = {d.doc_id: d.text for d in lab.corpus}  # buckets as the dev set's build counts them
+    bucket = np.array(
+        [bucket_of(evidence_tokens([texts[r.doc_id][r.start : r.end] for r in q.references])) for q in lab.queries]
+    )
+    test = lab.split == "test"
+    slices = [("all", test)] + [(f"{name} tokens", test & (bucket == name)) for _, name in BUCKETS]
+    return slices + [(g, test & (lab.genre == g)) for g in sorted(set(lab.genre.tolist()))]

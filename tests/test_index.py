@@ -244,9 +244,9 @@ def test_leaves_and_payload_objects(index):
 
 def test_query_uses_the_recommended_policy(index):
     q = "unicode identifier tables"
-    assert index.query(q) == index.expand(index.search(q, k=100), budget_tokens=1000)
-    assert index.query(q, spread=0.5) == index.expand(index.search(q, k=100), budget_tokens=1000, spread=0.5)
-    assert index.query(q, spread=0.5) != index.query(q)  # spread is an option that changes the payload
+    assert index.query(q) == index.expand(index.search(q, k=100), budget_tokens=1000, spread=0.5)
+    assert index.query(q, spread=None) == index.expand(index.search(q, k=100), budget_tokens=1000)
+    assert index.query(q, spread=None) != index.query(q)  # spread is an option that changes the payload
     assert index.query(q, k=5, auto_merge=0.5) == index.expand(index.search(q, k=5), auto_merge=0.5, budget_tokens=1000)
 
 

@@ -1,12 +1,17 @@
-"""The retrieval policy chunkforge recommends, chosen by ``benches/retrieval_eval.py`` and
-``benches/retrieval_buckets.py`` on the dev set of ``benches/devset`` (tuned on its dev half,
-decided on its test half by a paired bootstrap CI, a tie going to the simpler policy;
-``benches/results/retrieval-buckets.md``): the index's hybrid ranking over leaves seen with
-their search prefix (``Index(search_prefix=True)``), up to ``k`` hit leaves, sent as they are
-in score order while ``budget_tokens`` lasts (``spread``: None; spreading relevance to the
-hits' neighbours, ``Index.expand(spread=0.5)``, tied with it on the test half). Used by ``Index.query``, ``chunkforge query`` and the
-service's ``/query`` (no optional dependencies, so the CLI can read it without the
-index extra)."""
+"""The retrieval policy chunkforge recommends, chosen by ``benches/retrieval_eval.py``,
+``benches/retrieval_buckets.py`` and ``benches/retrieval_defaults.py`` on the dev set of
+``benches/devset``: knobs tuned on its dev half, decided on its test half by the defaults
+rule (issue 41; ``beats`` in ``benches/retrieval_lab.py``): a candidate replaces the
+incumbent when it is ahead outside the paired 95% bootstrap CI on the whole test half or on
+at least one evidence-length or genre slice, at 500 or 1,000 tokens, and behind outside the
+CI on none. The policy: the index's hybrid ranking over leaves seen with their search prefix
+(``Index(search_prefix=True)``), up to ``k`` hit leaves, each lending the leaves near it in
+its section ``spread**distance`` of its relevance, leaves in that order while
+``budget_tokens`` lasts (``spread`` 0.5, tuned on the dev half, ahead of the bare hits on
+60-120 and >120-token evidence and on rules at 500 tokens and behind nowhere:
+``benches/results/retrieval-buckets.md``). Used by ``Index.query``, the store's ``query``,
+``chunkforge query``, the service's ``/query`` and the framework retrievers (no optional
+dependencies, so the CLI can read it without the index extra)."""
 
 from typing import Final, TypedDict
 
@@ -19,7 +24,7 @@ class Policy(TypedDict):
     spread: float | None
 
 
-RECOMMENDED: Final[Policy] = {"k": 100, "budget_tokens": 1000, "spread": None}
+RECOMMENDED: Final[Policy] = {"k": 100, "budget_tokens": 1000, "spread": 0.5}
 
 # The encoder's batches, in padded tokens (read by the CLI's help without importing onnxruntime):
 # on CPUs small batches keep the GEMMs in cache, GPUs need large ones to fill the device. The

@@ -49,8 +49,8 @@ def add_parser(commands: Any) -> None:
         "--spread",
         type=float,
         metavar="DECAY",
-        help="each hit lends the leaves near it DECAY**distance of its relevance (default: off, the hits as they "
-        "are; 0.5 helps where evidence runs over 120 tokens, see benches/results/retrieval-buckets.md)",
+        help=f"each hit lends the leaves near it DECAY**distance of its relevance (default {RECOMMENDED['spread']}, "
+        "the recommended; 0: off, the hits as they are; see benches/results/retrieval-buckets.md)",
     )
     query.add_argument(
         "--budget-tokens",

@@ -729,11 +729,13 @@ class Index:
         **given: Any,
     ) -> Payload:
         """:meth:`search` (its filters) then :meth:`expand` (``options`` and the options ``given``),
-        ``budget_tokens`` 1,000 unless given: the hit leaves in score order while the budget
-        lasts (touching leaves become one passage). On the held-back half of the dev set, with
-        the search prefix, that beat plain chunks ranked by BM25, dense or both at 500 and 1,000
-        tokens; ``spread=0.5`` tied with it there, ahead only on evidence over 120 tokens
-        (``benches/results/retrieval-buckets.md``).
+        ``budget_tokens`` 1,000 and ``spread`` 0.5 unless given (or another way of widening the
+        hits is): each hit lends the leaves near it in its section ``0.5**distance`` of its
+        relevance, leaves in that order while the budget lasts (touching leaves become one
+        passage). On the held-back half of the dev set, with the search prefix, that beat plain
+        chunks ranked by BM25, dense or both at 500 and 1,000 tokens, and the bare hits by the
+        defaults rule (ahead on evidence over 60 tokens and on rules at 500, behind nowhere:
+        ``benches/results/retrieval-buckets.md``); ``spread=None`` sends the bare hits.
 
         >>> index.query("how do I install it?").render()  # doctest: +SKIP
         """
