@@ -8,9 +8,14 @@ to the totals (an entry dropped by hand is found), and a shard file is read only
 bytes hash to the SHA-256 the manifest records (:meth:`ShardEntry.verified`). Errors are
 :class:`~chunkforge.errors.InputError` naming the file.
 
->>> manifest = DatasetManifest.read("vectors")  # doctest: +SKIP
->>> [entry.docs for entry in manifest.shards][:2]  # doctest: +SKIP
-[64, 64]
+>>> import tempfile
+>>> from chunkforge import bulk
+>>> folder = tempfile.TemporaryDirectory()
+>>> summary = bulk.run(["README.md", "docs/how-it-works.md"], folder.name, shard_docs=1, progress=False)
+>>> manifest = DatasetManifest.read(folder.name)
+>>> sum(entry.docs for entry in manifest.shards)
+2
+>>> folder.cleanup()
 """
 
 from __future__ import annotations

@@ -533,14 +533,14 @@ def atomic_path(target: str | os.PathLike[str], suffix: str = ".tmp") -> Iterato
 
 
 @contextlib.contextmanager
-def atomic_file(target: str | os.PathLike[str], flag: str = "--out") -> Iterator[Path]:
+def atomic_file(target: str | os.PathLike[str], param: str = "out") -> Iterator[Path]:
     """:func:`atomic_path` for a command's output: a file that cannot be written is an
-    :class:`~chunkforge.errors.InputError` naming ``flag``."""
+    :class:`~chunkforge.errors.InputError` about ``param`` (the command line names its flag)."""
     try:
         with atomic_path(target) as tmp:
             yield tmp
     except OutputError as exc:
-        raise InputError(f"{flag}: {exc}") from exc
+        raise InputError(f": {exc}", param=param) from exc
 
 
 def remove_stale(target: Path) -> list[Path]:

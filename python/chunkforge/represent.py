@@ -120,9 +120,14 @@ def contextualize(
     rerun pays nothing. ``embed_text`` is cleared: render it again with
     :func:`with_embed_text`.
 
-    >>> def fn(document, chunk_text):  # an LLM call in real use
-    ...     return llm(context_prompt(document, chunk_text))  # doctest: +SKIP
-    >>> chunks = with_embed_text(contextualize(chunks, doc, fn), title="Guide")  # doctest: +SKIP
+    >>> from chunkforge import RecursiveChunker
+    >>> doc = "Acme's revenue grew 3% in Q2. It was driven by cloud sales."
+    >>> def fn(document, chunk_text):  # an LLM call in real use: llm(context_prompt(document, chunk_text))
+    ...     return "From Acme's Q2 report."
+    >>> chunks = contextualize(RecursiveChunker(max_tokens=8).chunk(doc), doc, fn, use_cache=False)
+    >>> chunks = with_embed_text(chunks, title="Report")
+    >>> chunks[0].context, chunks[0].embed_text.split("\\n\\n")
+    ("From Acme's Q2 report.", ['Report', "From Acme's Q2 report.", "Acme's revenue grew 3%"])
     """
     if not callable(fn):
         raise ArgumentTypeError(

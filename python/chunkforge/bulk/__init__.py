@@ -5,11 +5,14 @@ files and Parquet datasets, chunks every document with the encoder's own tokeniz
 the chunks and writes one row per chunk to ``out/shards/*.parquet``, listed in corpus order
 by ``out/manifest.json``. From the command line: ``chunkforge embed-docs DOCS... --out DATASET``.
 
+>>> import tempfile
 >>> from chunkforge import bulk
->>> summary = bulk.run(["README.md", "corpus.jsonl.gz"], "vectors")  # doctest: +SKIP
->>> table = bulk.read_dataset("vectors")  # doctest: +SKIP
->>> table.column_names  # doctest: +SKIP
+>>> folder = tempfile.TemporaryDirectory()
+>>> summary = bulk.run(["README.md", "docs/how-it-works.md"], folder.name + "/vectors", progress=False)
+>>> table = bulk.read_dataset(folder.name + "/vectors")
+>>> table.column_names
 ['doc_id', 'chunk_id', 'start', 'end', 'token_count', 'heading_path', 'text_hash', 'vector']
+>>> folder.cleanup()
 
 How it stays exact under crashes and changes:
 

@@ -1,9 +1,15 @@
 """The bulk job's shard builder: chunks, tokenizes and embeds a batch of documents into its
 shard table, and writes it. The local job and each Ray actor run this same code.
 
->>> builder = ShardBuilder(JobSpec(max_tokens=64), "vectors", vectors="")  # doctest: +SKIP
->>> builder.build("0" * 32, [Doc("a", "Some text.", 10)]).rows  # doctest: +SKIP
+>>> import tempfile
+>>> from chunkforge.bulk.readers import Doc
+>>> from chunkforge.bulk.spec import JobSpec
+>>> folder = tempfile.TemporaryDirectory()
+>>> (Path(folder.name) / "shards").mkdir()
+>>> builder = ShardBuilder(JobSpec(max_tokens=64), folder.name, vectors="")
+>>> builder.build("0" * 32, [Doc("a", "Some text.", 10)]).rows
 1
+>>> folder.cleanup()
 """
 
 from __future__ import annotations
@@ -122,7 +128,7 @@ class ShardBuilder:
             if content is None:
                 continue
             try:
-                with atomic_file(path, flag="out") as tmp:
+                with atomic_file(path, param="out") as tmp:
                     pq.write_table(content, tmp, write_page_checksum=True)
             except OSError as exc:  # a full disk: the file is named
                 raise InputError(f"cannot write {path}: {exc.strerror or exc}") from exc

@@ -80,9 +80,13 @@ def run(
     ``progress``: show a bar (default: when stderr is a terminal); ``"log"``: a bar on a
     terminal, else a plain progress line on stderr every 30 s (what ``embed-docs`` passes).
 
-    >>> s = run(["docs/"], "vectors", max_tokens=128, with_text=True)  # doctest: +SKIP
-    >>> s.rows == read_dataset("vectors").num_rows  # doctest: +SKIP
+    >>> import tempfile
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> from chunkforge.bulk import read_dataset
+    >>> s = run(["docs/how-it-works.md"], folder.name, max_tokens=128, with_text=True, progress=False)
+    >>> s.rows == read_dataset(folder.name).num_rows
     True
+    >>> folder.cleanup()
 
     Raises InputError (one line, naming the parameter or file) on bad input.
     """
@@ -216,7 +220,7 @@ def run_locked(
         "shards": [with_hashes(root, entry, known) for entry in shards],
     }
     try:
-        with atomic_file(root / MANIFEST, flag="out") as tmp:
+        with atomic_file(root / MANIFEST, param="out") as tmp:
             tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     except OSError as exc:  # a full disk: the file is named
         raise InputError(f"cannot write {root / MANIFEST}: {exc.strerror or exc}") from exc

@@ -211,8 +211,13 @@ def remove_unlisted(root: Path, shards: Iterable[dict[str, Any]]) -> None:
 def iter_shards(out: str | os.PathLike[str]) -> Iterator[Path]:
     """The shard files of a finished dataset, in corpus order.
 
-    >>> [p.name for p in iter_shards("vectors")][:1]  # doctest: +SKIP
-    ['3f2a...c1.parquet']
+    >>> import tempfile
+    >>> from chunkforge import bulk
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> summary = bulk.run(["docs/how-it-works.md"], folder.name, progress=False)
+    >>> [p.name for p in iter_shards(folder.name)]  # named by their content
+    ['....parquet']
+    >>> folder.cleanup()
     """
     root = Path(out)
     for entry in read_manifest(root)["shards"]:
@@ -222,8 +227,13 @@ def iter_shards(out: str | os.PathLike[str]) -> Iterator[Path]:
 def read_dataset(out: str | os.PathLike[str], columns: list[str] | None = None) -> pa.Table:
     """All rows of a dataset folder, in corpus order (the manifest's shards, in order).
 
-    >>> read_dataset("vectors", columns=["doc_id", "vector"]).num_rows  # doctest: +SKIP
-    24682
+    >>> import tempfile
+    >>> from chunkforge import bulk
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> summary = bulk.run(["docs/how-it-works.md"], folder.name, progress=False)
+    >>> read_dataset(folder.name, columns=["doc_id", "vector"]).num_rows == summary.rows
+    True
+    >>> folder.cleanup()
     """
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -156,8 +156,9 @@ class BaseChunker:
         encoded alone, without tokenizing it again. None for a chunker without a native
         tokenization to take them from (``CodeChunker``).
 
-        >>> chunks, ids = RecursiveChunker(max_tokens=4).chunk_batch_ids(["one two three four five"])  # doctest: +SKIP
-        >>> [len(i) for i in ids[0]] == [c.token_count for c in chunks[0]]  # doctest: +SKIP
+        >>> from chunkforge import RecursiveChunker
+        >>> chunks, ids = RecursiveChunker(max_tokens=4).chunk_batch_ids(["one two three four five"])
+        >>> [len(i) for i in ids[0]] == [c.token_count for c in chunks[0]]
         True
         """
         native = getattr(self, "_native", None)

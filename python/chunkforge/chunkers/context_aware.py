@@ -32,8 +32,10 @@ class ContextAwareChunker:
     (room for :func:`contextualize`'s generated context too), and a prefix longer
     than that raises ``ValueError``. Offsets still index the source text.
 
-    >>> chunker = ContextAwareChunker(MarkdownChunker(max_tokens=64))  # doctest: +SKIP
-    >>> all(tok.count(c.embed_text) <= 64 for c in chunker.chunk(doc, title="Guide"))  # doctest: +SKIP
+    >>> from chunkforge import MarkdownChunker, Tokenizer
+    >>> tok, doc = Tokenizer.default(), "# Install\\n\\n" + "Run the installer and follow the steps. " * 30
+    >>> chunker = ContextAwareChunker(MarkdownChunker(max_tokens=64))
+    >>> all(tok.count(c.embed_text) <= 64 for c in chunker.chunk(doc, title="Guide"))
     True
     """
 

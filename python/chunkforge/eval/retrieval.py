@@ -64,8 +64,15 @@ class EmbeddingCache:
     """Vectors on disk (SQLite) keyed by (encoder, text hash): a sweep of configs
     embeds each distinct text once. ``embedded`` and ``reused`` count texts.
 
-    >>> cache = EmbeddingCache("embeddings.sqlite")  # doctest: +SKIP
-    >>> vectors = cache.embed(Encoder.default(), ["a chunk", "another"])  # doctest: +SKIP
+    >>> import tempfile
+    >>> from chunkforge import Encoder
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> cache = EmbeddingCache(folder.name + "/embeddings.sqlite")
+    >>> vectors = cache.embed(Encoder.default(), ["a chunk", "another"])
+    >>> vectors = cache.embed(Encoder.default(), ["a chunk", "a third"])
+    >>> vectors.shape, cache.embedded, cache.reused
+    ((2, 384), 3, 1)
+    >>> folder.cleanup()
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
