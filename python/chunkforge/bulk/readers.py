@@ -63,7 +63,7 @@ def read_inputs(inputs: Sequence[str], spec: JobSpec) -> Iterator[Doc]:
         elif is_record_file(path):
             names = [path]
         else:
-            for doc in read_documents([path], suffixes):
+            for doc in read_documents([path], suffixes, main_content=spec.main_content):
                 yield Doc(str(doc.doc_id), doc.text, doc.nbytes, doc.metadata if spec.units == "tree" else {})
             continue
         for name in names:

@@ -41,6 +41,7 @@ class JobSpec:
     ``threads``, ``max_batch_tokens`` and ``reuse`` change speed only: ``reuse`` names earlier
     vectors to take instead of embedding again (bulk dataset folders, or Parquet files written by
     ``chunkforge embed``; entries with this job's model fingerprint and dtype, by chunk text hash).
+    ``main_content`` reads HTML files' main content only (the text it gives names the shards).
 
     >>> JobSpec(dtype="float16", shard_docs=8).dtype
     'float16'
@@ -65,6 +66,7 @@ class JobSpec:
     structure: str | None = "auto"
     search_prefix: bool = True
     reuse: tuple[str, ...] = ()
+    main_content: bool = False
 
     @property
     def tree(self) -> TreeSettings | None:

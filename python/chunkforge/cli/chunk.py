@@ -24,6 +24,7 @@ from ..chunk import Chunk
 from ..chunkers import node_id
 from ..chunkers.registry import cli_strategies
 from ..errors import InputError
+from ..readers.document import PROVENANCE, citation_of
 from ..tokenizer import check_threads
 from ._common import open_output, refuse_output_input
 
@@ -106,6 +107,11 @@ def add_parser(commands: Any) -> None:
         "- for stdout (default)",
     )
     chunk.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
+    chunk.add_argument(
+        "--main-content",
+        action="store_true",
+        help="HTML: only the main content (navigation, headers, footers, sidebars and forms left out, as a crawl needs)",
+    )
     chunk.add_argument("--threads", type=int, metavar="N", help="worker threads (default: all cores)")
     chunk.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
 
@@ -113,9 +119,11 @@ def add_parser(commands: Any) -> None:
 def chunk_record(doc: Doc, c: Chunk) -> dict[str, Any]:
     """The output record of one chunk; plain chunks get the stable id of a level-0 node.
     The document's metadata (its record's other fields, e.g. ``source``) follows the
-    chunk's fields; a metadata field named like a chunk field is dropped."""
+    chunk's fields; a metadata field named like a chunk field is dropped. A chunk of a read
+    document (HTML, PDF, DOCX) carries its ``citation`` (pages, box or source range) rather
+    than the document's whole provenance."""
     level = 0 if c.level is None else c.level
-    record = {
+    record: dict[str, Any] = {
         "doc_id": doc.doc_id,
         "index": c.index,
         "start": c.start,
@@ -130,7 +138,11 @@ def chunk_record(doc: Doc, c: Chunk) -> dict[str, Any]:
         "context": c.context,
     }
     for key, value in doc.metadata.items():
-        record.setdefault(key, value)
+        if key != PROVENANCE:  # a read document's: the chunk carries its own citation instead
+            record.setdefault(key, value)
+    citation = citation_of(doc.metadata, c.start, c.end)
+    if citation is not None:
+        record.setdefault("citation", citation)
     return record
 
 
@@ -291,7 +303,7 @@ def run(args: argparse.Namespace) -> str:
     refuse_output_input(args.out, expand(args.paths, suffixes))
     totals = Totals()
     with open_chunk_writer(args.out) as writer, progress(False if args.no_progress else None, unit=" docs") as bar:
-        for batch in batched(read_documents(args.paths, suffixes)):
+        for batch in batched(read_documents(args.paths, suffixes, main_content=args.main_content)):
             records = [
                 chunk_record(doc, c) for doc, chunks in zip(batch, chunkers.chunks(batch, args.threads)) for c in chunks
             ]

@@ -45,6 +45,11 @@ def add_parser(commands: Any) -> None:
     )
     cmd.add_argument("--out", required=True, metavar="DATASET", help="dataset folder (created, or updated in place)")
     cmd.add_argument(
+        "--main-content",
+        action="store_true",
+        help="HTML: only the main content (navigation, headers, footers, sidebars and forms left out, as a crawl needs)",
+    )
+    cmd.add_argument(
         "--model", default="default", metavar="DIR|default", help="model folder, or `default` (all-MiniLM-L6-v2)"
     )
     cmd.add_argument(
@@ -177,6 +182,7 @@ def run(args: argparse.Namespace) -> str:
         parent_tokens=parent_tokens(args.parent_tokens),
         search_prefix=not args.no_search_prefix,
         reuse=tuple(args.reuse),
+        main_content=args.main_content,
     )
     summary = bulk.run(
         args.paths,

@@ -88,6 +88,11 @@ def add_parser(commands: Any) -> None:
 def add_common(parser: argparse.ArgumentParser) -> None:
     """The flags of the commands that embed documents."""
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
+    parser.add_argument(
+        "--main-content",
+        action="store_true",
+        help="HTML: only the main content (navigation, headers, footers, sidebars and forms left out, as a crawl needs)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="print a summary line on stderr")
 
 
@@ -95,14 +100,14 @@ READER_KEYS = ("syntax", "format", "title", "provenance")
 """The metadata a source document's reader adds (``chunkforge.readers``), kept in the index."""
 
 
-def read_documents(paths: list[str]) -> Iterator[dict[str, Any]]:
+def read_documents(paths: list[str], main_content: bool = False) -> Iterator[dict[str, Any]]:
     """Documents ``{"id", "text", "source"}`` of files, folders, JSONL and Parquet files
     and stdin (the one reader and id rule of ``chunkforge chunk``); ``source`` is the
     record's own when it is a string, else the input file (a plain file: its folder). A
     document read from HTML, PDF, DOCX or Docling JSON also keeps its reader's
     ``syntax``, ``format``, ``title`` and ``provenance`` (its pages, for citations)."""
     for path in paths:
-        for doc in read_inputs([path]):
+        for doc in read_inputs([path], main_content=main_content):
             source = doc.metadata.get("source")
             if not isinstance(source, str):
                 source = path if is_record_file(path) else os.path.dirname(str(doc.doc_id))
@@ -131,12 +136,12 @@ def run(args: argparse.Namespace) -> str:
             )
         except (ValueError, TypeError) as exc:
             raise InputError.of(exc) from exc
-        return add_and_save(index, args.paths, args.out, args.no_progress)
+        return add_and_save(index, args.paths, args.out, args.no_progress, args.main_content)
     index = load_index(Index, args.index)
     if args.index_command == "add":
         check_paths(args.paths)
         load_index_encoder(index)
-        return add_and_save(index, args.paths, args.index, args.no_progress)
+        return add_and_save(index, args.paths, args.index, args.no_progress, args.main_content)
     if args.index_command == "delete":
         missing = [doc_id for doc_id in args.doc_ids if doc_id not in index]
         if missing:
@@ -160,11 +165,11 @@ def load_index(index_class: Any, path: str) -> Any:
         raise InputError.of(exc) from exc
 
 
-def add_and_save(index: Any, paths: list[str], out: str, no_progress: bool) -> str:
+def add_and_save(index: Any, paths: list[str], out: str, no_progress: bool, main_content: bool = False) -> str:
     """Adds the documents of ``paths`` to ``index`` and saves it to ``out``."""
     load_index_encoder(index)
     try:
-        index.add(read_documents(paths), show_progress=False if no_progress else None)
+        index.add(read_documents(paths, main_content), show_progress=False if no_progress else None)
         index.save(out)
     except (ValueError, TypeError) as exc:
         raise InputError.of(exc) from exc
