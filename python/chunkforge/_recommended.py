@@ -9,7 +9,10 @@ CI on none. The policy: the index's hybrid ranking over leaves seen with their s
 its section ``spread**distance`` of its relevance, leaves in that order while
 ``budget_tokens`` lasts (``spread`` 0.5, tuned on the dev half, ahead of the bare hits on
 60-120 and >120-token evidence and on rules at 500 tokens and behind nowhere:
-``benches/results/retrieval-buckets.md``). Used by ``Index.query``, the store's ``query``,
+``benches/results/retrieval-buckets.md``). No abstention ``floor``: a floor only loses
+answerable recall, so by the rule it cannot be ahead anywhere; the curve to choose one,
+answerable recall lost against unanswerable questions left empty, is in
+``benches/results/retrieval-defaults.md``. Used by ``Index.query``, the store's ``query``,
 ``chunkforge query``, the service's ``/query`` and the framework retrievers (no optional
 dependencies, so the CLI can read it without the index extra)."""
 
@@ -22,9 +25,10 @@ class Policy(TypedDict):
     k: int
     budget_tokens: int
     spread: float | None
+    floor: float | None
 
 
-RECOMMENDED: Final[Policy] = {"k": 100, "budget_tokens": 1000, "spread": 0.5}
+RECOMMENDED: Final[Policy] = {"k": 100, "budget_tokens": 1000, "spread": 0.5, "floor": None}
 
 # The encoder's batches, in padded tokens (read by the CLI's help without importing onnxruntime):
 # on CPUs small batches keep the GEMMs in cache, GPUs need large ones to fill the device. The

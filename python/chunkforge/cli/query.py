@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from .._recommended import RECOMMENDED
@@ -51,6 +52,14 @@ def add_parser(commands: Any) -> None:
         metavar="DECAY",
         help=f"each hit lends the leaves near it DECAY**distance of its relevance (default {RECOMMENDED['spread']}, "
         "the recommended; 0: off, the hits as they are; see benches/results/retrieval-buckets.md)",
+    )
+    query.add_argument(
+        "--floor",
+        type=float,
+        default=RECOMMENDED["floor"],
+        metavar="COSINE",
+        help="print no passage when the best cosine of the question with a hit leaf is under COSINE (default: "
+        "off; the curve to choose one: benches/results/retrieval-defaults.md)",
     )
     query.add_argument(
         "--budget-tokens",
@@ -112,14 +121,6 @@ def run(args: argparse.Namespace) -> str:
         raise InputError.of(exc) from exc
     load_index_encoder(index)
     try:
-        hits = index.search(
-            args.question,
-            k=args.k,
-            doc_id=args.doc_id,
-            source=args.source,
-            heading_prefix=args.heading,
-            where=where_filter(args.where),
-        )
         given = {
             "window": args.window,
             "window_tokens": args.window_tokens,
@@ -135,7 +136,16 @@ def run(args: argparse.Namespace) -> str:
             pack=args.pack,
             trim=args.trim,
         )
-        payload = index.expand(hits, options)
+        payload = index.query(
+            args.question,
+            k=args.k,
+            doc_id=args.doc_id,
+            source=args.source,
+            heading_prefix=args.heading,
+            where=where_filter(args.where),
+            options=options,
+            floor=args.floor,
+        )
     except (ValueError, TypeError) as exc:
         raise InputError.of(exc) from exc
     if args.json:
@@ -161,10 +171,13 @@ def run(args: argparse.Namespace) -> str:
                         doc_id: {k: v for k, v in fields.items() if k != "provenance"}
                         for doc_id, fields in payload.metadata.items()
                     },
+                    "abstained": payload.abstained,
                 },
                 ensure_ascii=False,
             )
         )
     else:
         print(payload.render())
+    if payload.abstained:
+        print(f"no passage: the best match scored under --floor {args.floor}", file=sys.stderr)
     return f"{len(payload.passages)} passages, {payload.token_count} tokens, {len(payload.dropped)} hits dropped"

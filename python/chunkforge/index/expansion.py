@@ -159,3 +159,29 @@ def expand(
     limits = [n for n in (o.max_chars, budget) if n is not None]
     passages, dropped = bound_chars(passages, dropped, min(limits) if limits else None)
     return Payload(passages, dropped, metadata_of(passages) if metadata_of is not None else {})
+
+
+def check_floor(floor: float | None) -> float | None:
+    """``floor`` as a float in [-1, 1] (a cosine), or None (no floor); else a ValueError (a
+    TypeError for what is not a number) naming it.
+
+    >>> check_floor(0.3), check_floor(None)
+    (0.3, None)
+    """
+    if floor is None:
+        return None
+    if isinstance(floor, bool) or not isinstance(floor, (int, float)):
+        raise TypeError(f"floor must be a number in [-1, 1] or None, not {floor!r}")
+    if not (math.isfinite(floor) and -1 <= floor <= 1):
+        raise ValueError(f"floor must be a cosine in [-1, 1], not {floor!r}")
+    return float(floor)
+
+
+def abstains(best: float | None, floor: float) -> bool:
+    """Whether a query leaves its payload empty: the best cosine of the question with a hit
+    leaf (None: there is no hit) is under ``floor``.
+
+    >>> abstains(0.25, 0.3), abstains(0.31, 0.3), abstains(None, -1.0)
+    (True, False, True)
+    """
+    return best is None or best < floor

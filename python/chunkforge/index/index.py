@@ -494,19 +494,22 @@ class Index:
         >>> [h.doc_id for h in index.search("install", k=3, heading_prefix=("Guide",))]  # doctest: +SKIP
         ['guide.md', 'guide.md', 'guide.md']
         """
+        return self._search(query, k, filter_of(filter, doc_id, source, where, heading_prefix), hybrid)[0]
+
+    def _search(self, query: str, k: int, passes: Filter, hybrid: bool | None) -> tuple[list[Hit], np.ndarray | None]:
+        """:meth:`search`'s hits, and the question's vector (None when nothing was searched)."""
         if not isinstance(query, str):
             raise TypeError(f"query must be a str, not {type(query).__name__}")
         k = check_int("k", k, 1)
-        passes = filter_of(filter, doc_id, source, where, heading_prefix)
         if self.leaf_count == 0 or passes.nothing:
-            return []
+            return [], None
         allowed = self._allowed(passes)
         vector = self.encoder.embed_query(query)
         if not (self.hybrid if hybrid is None else hybrid):
             best = self._dense(vector, k, allowed)
         else:
             best = self._fused(query, vector, max(k, DENSE_POOL), allowed)[:k]
-        return self._hits([label for label, _ in best], [score for _, score in best])
+        return self._hits([label for label, _ in best], [score for _, score in best]), vector
 
     def _fused(self, query: str, vector: np.ndarray, pool: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
         """``(label, score)`` of the candidate leaves, best first: the ``pool`` nearest leaves
@@ -726,6 +729,7 @@ class Index:
         hybrid: bool | None = None,
         filter: Filter | None = None,
         options: ExpandOptions | None = None,
+        floor: float | None = RECOMMENDED["floor"],
         **given: Any,
     ) -> Payload:
         """:meth:`search` (its filters) then :meth:`expand` (``options`` and the options ``given``),
@@ -737,19 +741,22 @@ class Index:
         defaults rule (ahead on evidence over 60 tokens and on rules at 500, behind nowhere:
         ``benches/results/retrieval-buckets.md``); ``spread=None`` sends the bare hits.
 
+        ``floor``: when the best cosine of the question with a hit leaf is under it, the payload
+        is empty and says so (``abstained``; the hits in ``dropped``): the question is taken to
+        have no answer here (:func:`~chunkforge.index.expansion.abstains`). Off by default; the
+        curve to choose one is in ``benches/results/retrieval-defaults.md``.
+
         >>> index.query("how do I install it?").render()  # doctest: +SKIP
         """
-        hits = self.search(
-            question,
-            k,
-            doc_id=doc_id,
-            source=source,
-            heading_prefix=heading_prefix,
-            where=where,
-            hybrid=hybrid,
-            filter=filter,
-        )
-        return self._expand(hits, ExpandOptions.recommended(options, **given))
+        checked = expansion.check_floor(floor)
+        options = ExpandOptions.recommended(options, **given)
+        passes = filter_of(filter, doc_id, source, where, heading_prefix)
+        hits, vector = self._search(question, k, passes, hybrid)
+        if checked is not None:
+            best = None if vector is None or not hits else float(self._cosines([h.leaf for h in hits], vector).max())
+            if expansion.abstains(best, checked):
+                return Payload([], hits, {}, abstained=True)
+        return self._expand(hits, options)
 
     # -- persistence -------------------------------------------------------
 

@@ -84,7 +84,9 @@ class Packed(NamedTuple):
 
 class Payload(NamedTuple):
     """Passages (no character twice), the hits the budget left out, and the metadata of
-    each passage's document (its record's fields but ``id`` and ``text``) by document id.
+    each passage's document (its record's fields but ``id`` and ``text``) by document id;
+    ``abstained``: no passage because the question's best match scored under the query's
+    ``floor`` (the hits are then all in ``dropped``).
 
     >>> Payload([], (), {"a.md": {"url": "https://example.org/a"}}).metadata["a.md"]["url"]
     'https://example.org/a'
@@ -93,6 +95,7 @@ class Payload(NamedTuple):
     passages: list[Passage]
     dropped: Sequence[Hit] = ()
     metadata: Mapping[str, Mapping[str, Any]] = {}
+    abstained: bool = False
 
     @property
     def token_count(self) -> int:

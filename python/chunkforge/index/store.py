@@ -54,7 +54,7 @@ from ..errors import ChunkforgeError, InputError
 from ..tokenizer import Tokenizer
 from . import expansion
 from .bm25 import BM25
-from .expansion import LeafLayout, leaf_labels
+from .expansion import LeafLayout, abstains, check_floor, leaf_labels
 from .filters import TAGS_VERSION, Filter, filter_of, tags_of
 from .fusion import BM25_POOL, DENSE_POOL, fuse
 from .options import ExpandOptions
@@ -746,7 +746,10 @@ class StoreIndex:
         """
         return self._search(self._now, query, k, filter_of(filter, doc_id, source, where, heading_prefix), hybrid)
 
-    def _search(self, at: _Checkout, query: str, k: int, passes: Filter, hybrid: bool | None) -> list[Hit]:
+    def _search(
+        self, at: _Checkout, query: str, k: int, passes: Filter, hybrid: bool | None, best: list[float] | None = None
+    ) -> list[Hit]:
+        """The hits; ``best`` gets the best cosine of the question with a hit leaf."""
         if not isinstance(query, str):
             raise TypeError(f"query must be a str, not {type(query).__name__}")
         k = check_int("k", k, 1)
@@ -765,6 +768,8 @@ class StoreIndex:
         if not hybrid:
             dense = self._read(self._nearest(at.tables[LEAVES], vector, k, predicate), LEAVES)
             ranked = sorted(dense.items(), key=lambda item: (-item[1][1], item[0]))[:k]
+            if best is not None and ranked:
+                best.append(ranked[0][1][1])
             return self._hits(at, [(key, cos) for key, (_, cos) in ranked])
         dense, bm25 = self._read(self._ranked(at.tables, query, vector, max(k, DENSE_POOL), predicate), PARENTS)
         if not dense:
@@ -775,6 +780,8 @@ class StoreIndex:
         tie = np.empty(len(keys), np.int64)  # equal scores (leaves of equal text) by (doc_id, leaf)
         tie[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
         order, fused = fuse(cos, lexical, self.weights, tie)
+        if best is not None and len(order):
+            best.append(float(cos[order[:k]].max()))
         return self._hits(at, [(keys[i], float(fused[i])) for i in order[:k].tolist()])
 
     async def _ranked(
@@ -935,13 +942,22 @@ class StoreIndex:
         hybrid: bool | None = None,
         filter: Filter | None = None,
         options: ExpandOptions | None = None,
+        floor: float | None = RECOMMENDED["floor"],
         **given: Any,
     ) -> Payload:
         """:meth:`search` then :meth:`expand` on one commit, ``budget_tokens`` 1,000 unless given
-        (the recommended policy, as :meth:`chunkforge.Index.query`)."""
+        (the recommended policy, as :meth:`chunkforge.Index.query`); under ``floor`` (the best
+        cosine of the question with a hit leaf) an empty payload that says so
+        (``abstained``), as :meth:`chunkforge.Index.query`."""
+        checked = check_floor(floor)
+        chosen = ExpandOptions.recommended(options, **given)
         at = self._now
-        hits = self._search(at, question, k, filter_of(filter, doc_id, source, where, heading_prefix), hybrid)
-        return self._expand(at, hits, ExpandOptions.recommended(options, **given))
+        best: list[float] = []
+        passes = filter_of(filter, doc_id, source, where, heading_prefix)
+        hits = self._search(at, question, k, passes, hybrid, best)
+        if checked is not None and abstains(max(best, default=None), checked):
+            return Payload([], hits, {}, abstained=True)
+        return self._expand(at, hits, chosen)
 
     def __repr__(self) -> str:
         return f"StoreIndex({self.uri!r}, version {self.version}, {self.leaf_count} leaves)"

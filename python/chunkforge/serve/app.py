@@ -252,6 +252,8 @@ def create_app(source: Source, settings: Settings | None = None) -> FastAPI:
         served, held = service.served, service.filter_for(http)
         search_options = {**_search_options(served, request), "filter": held}
         options = dataclasses.replace(request.expand_options(), max_chars=settings.max_answer_chars)
+        if request.floor is not None:
+            search_options["floor"] = request.floor
         payload = await service.run(lambda: served.query(request.question, **search_options, options=options), "/query")
         return _json(_payload(served.version, payload, settings.max_answer_chars))
 
@@ -373,6 +375,7 @@ def _payload(version: str, payload: Payload, max_chars: int) -> dict[str, Any]:
         "metadata": {  # a read document's provenance is cited passage by passage instead
             doc_id: {k: v for k, v in fields.items() if k != PROVENANCE} for doc_id, fields in payload.metadata.items()
         },
+        "abstained": payload.abstained,
     }
 
 

@@ -133,6 +133,12 @@ class QueryRequest(Filters, Expansion):
 
     question: str = Field(min_length=1, max_length=MAX_TEXT)
     budget_tokens: int | None = _expansion_field("budget_tokens", RECOMMENDED["budget_tokens"])
+    floor: float | None = Field(
+        RECOMMENDED["floor"],
+        ge=-1,
+        le=1,
+        description="no passage (abstained) when the best cosine of the question with a hit leaf is under it",
+    )
 
     def expand_options(self) -> ExpandOptions:
         """The options as ``Index.query`` takes them: those given, the recommended ones for the rest."""
@@ -197,6 +203,7 @@ class PayloadResponse(BaseModel):
     metadata: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="each passage's document's metadata (its record's other fields), by doc_id"
     )
+    abstained: bool = Field(False, description="no passage: the question's best match scored under the floor")
 
 
 class HealthResponse(BaseModel):
