@@ -93,6 +93,9 @@ MODULES = [
     "chunkforge.encoder.openvino",
     "chunkforge.encoder.export",
     "chunkforge.encoder.variants",
+    "chunkforge.bulk.lance",
+    "chunkforge.integrations.haystack",
+    "chunkforge.integrations.llamaindex",
 ]
 
 

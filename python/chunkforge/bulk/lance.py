@@ -5,11 +5,17 @@ database, streaming one shard at a time. The table is replaced as a whole: Lance
 the new version atomically, so a reader sees the old rows or the new ones, never a mix,
 and a crash leaves the previous version in place (the next run writes it again).
 
->>> import lancedb, chunkforge  # doctest: +SKIP
->>> write_lancedb("vectors", "vectors.lancedb")  # doctest: +SKIP
->>> table = lancedb.connect("vectors.lancedb").open_table("chunks")  # doctest: +SKIP
->>> query = chunkforge.Encoder.default().embed_query("how do I reset a branch?")  # doctest: +SKIP
->>> table.search(query).metric("cosine").limit(5).to_list()  # doctest: +SKIP
+>>> import tempfile, lancedb, chunkforge
+>>> folder = tempfile.TemporaryDirectory()
+>>> summary = chunkforge.bulk.run(["docs/cli.md"], folder.name + "/vectors", progress=False)
+>>> write_lancedb(folder.name + "/vectors", folder.name + "/vectors.lancedb") == summary.rows
+True
+>>> table = lancedb.connect(folder.name + "/vectors.lancedb").open_table("chunks")
+>>> query = chunkforge.Encoder.default().embed_query("how do errors name a flag?")
+>>> hits = table.search(query).metric("cosine").limit(5).to_list()
+>>> len(hits), sorted(hits[0])[:4]
+(5, ['_distance', 'chunk_id', 'doc_id', 'end'])
+>>> folder.cleanup()
 """
 
 from __future__ import annotations

@@ -10,10 +10,10 @@ bit for bit, and stays incremental and resumable. A killed actor is restarted by
 its batch retried; shards are written atomically under content names, so a batch built
 twice is written twice with the same bytes and listed once.
 
->>> import ray, chunkforge.bulk.ray  # doctest: +SKIP
->>> docs = ray.data.read_parquet("s3://bucket/docs/")  # doctest: +SKIP
->>> rows = chunkforge.bulk.ray.embed_documents(docs, id_column="id", text_column="text", max_tokens=256)  # doctest: +SKIP
->>> rows.write_parquet("s3://bucket/vectors/")  # doctest: +SKIP
+>>> import ray, chunkforge.bulk.ray
+>>> docs = ray.data.read_parquet("s3://bucket/docs/")  # a bucket  # doctest: +SKIP
+>>> rows = chunkforge.bulk.ray.embed_documents(docs, id_column="id", text_column="text", max_tokens=256)  # on the bucket  # doctest: +SKIP
+>>> rows.write_parquet("s3://bucket/vectors/")  # a bucket  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -172,8 +172,8 @@ def embed_documents(
     text_hash, vector. ``options`` are :class:`chunkforge.bulk.JobSpec` fields;
     ``actors`` encoder actors (default: one per GPU, else two), ``batch_size`` documents a call.
 
-    >>> rows = embed_documents(ray.data.from_items([{"id": "a", "text": "Some text."}]))  # doctest: +SKIP
-    >>> rows.take(1)[0]["chunk_id"]  # doctest: +SKIP
+    >>> rows = embed_documents(ray.data.from_items([{"id": "a", "text": "Some text."}]))  # starts Ray  # doctest: +SKIP
+    >>> rows.take(1)[0]["chunk_id"]  # starts Ray  # doctest: +SKIP
     """
     ray = _ray()
     spec = JobSpec(**{**(asdict(spec) if spec else {}), **options})

@@ -34,8 +34,9 @@ class ChunkforgeDocumentSplitter:
     chunk's exact offset), plus ``token_count`` and, where set, ``heading_path``, ``kind``
     and ``context``. Serializes with the chunker's configuration.
 
-    >>> splitter = ChunkforgeDocumentSplitter(RecursiveChunker(max_tokens=64))  # doctest: +SKIP
-    >>> ChunkforgeDocumentSplitter.from_dict(splitter.to_dict()).chunker.max_tokens  # doctest: +SKIP
+    >>> from chunkforge import RecursiveChunker
+    >>> splitter = ChunkforgeDocumentSplitter(RecursiveChunker(max_tokens=64))
+    >>> ChunkforgeDocumentSplitter.from_dict(splitter.to_dict()).chunker.max_tokens
     64
     """
 
@@ -76,7 +77,9 @@ class ChunkforgeDocumentEmbedder:
     (batches are always capped at the encoder's ``max_batch_tokens`` padded tokens; None:
     only that). Serializes with the encoder's configuration.
 
-    >>> embedder = ChunkforgeDocumentEmbedder(meta_fields_to_embed=["title"], batch_size=64)  # doctest: +SKIP
+    >>> embedder = ChunkforgeDocumentEmbedder(meta_fields_to_embed=["title"], batch_size=64)
+    >>> embedder.batch_size
+    64
     """
 
     def __init__(
@@ -179,8 +182,8 @@ class ChunkforgeRetriever:
     ``expansion``); an in-process index is not data, and ``to_dict`` says so (serve it, or
     add the retriever after loading the pipeline).
 
-    >>> pipeline.add_component("retriever", ChunkforgeRetriever("http://127.0.0.1:8000"))  # doctest: +SKIP
-    >>> pipeline.run({"retriever": {"query": "how do I install it?"}})["retriever"]["documents"][0].meta["start"]  # doctest: +SKIP
+    >>> pipeline.add_component("retriever", ChunkforgeRetriever("http://127.0.0.1:8000"))  # a running chunkforge serve  # doctest: +SKIP
+    >>> pipeline.run({"retriever": {"query": "how do I install it?"}})["retriever"]["documents"][0].meta["start"]  # a running chunkforge serve  # doctest: +SKIP
     1204
     """
 

@@ -62,8 +62,9 @@ class ChunkforgeNodeParser(NodeParser):
     ``IngestionPipeline`` caches two parsers of different sizes apart) and ``from_dict``
     builds it again.
 
-    >>> parser = ChunkforgeNodeParser(RecursiveChunker(max_tokens=64))  # doctest: +SKIP
-    >>> ChunkforgeNodeParser.from_dict(parser.to_dict()).chunker.max_tokens  # doctest: +SKIP
+    >>> from chunkforge import RecursiveChunker
+    >>> parser = ChunkforgeNodeParser(RecursiveChunker(max_tokens=64))
+    >>> ChunkforgeNodeParser.from_dict(parser.to_dict()).chunker.max_tokens
     64
     """
 
@@ -164,9 +165,10 @@ class ChunkforgeEmbedding(BaseEmbedding):
     ``to_dict`` holds the encoder's configuration (the factory, model and variant that
     made it, e.g. ``Encoder.default("int8")``) and ``from_dict`` builds it again.
 
-    >>> embed_model = ChunkforgeEmbedding(Encoder.default("int8"))  # doctest: +SKIP
-    >>> embed_model.model_name  # doctest: +SKIP
-    'Encoder.default(int8)'
+    >>> from chunkforge import Encoder
+    >>> embed_model = ChunkforgeEmbedding(Encoder.default("optimized"))
+    >>> embed_model.model_name
+    'Encoder.default(optimized)'
     """
 
     _encoder: Any = PrivateAttr()
@@ -231,8 +233,8 @@ class ChunkforgeRetriever(BaseRetriever):
     ``hit_ids`` (and, served, the index ``version``). ``k`` and ``expansion`` as for
     :meth:`Index.query <chunkforge.index.Index.query>`.
 
-    >>> retriever = ChunkforgeRetriever("http://127.0.0.1:8000", expansion={"budget_tokens": 500})  # doctest: +SKIP
-    >>> retriever.retrieve("how do I install it?")[0].node.start_char_idx  # doctest: +SKIP
+    >>> retriever = ChunkforgeRetriever("http://127.0.0.1:8000", expansion={"budget_tokens": 500})
+    >>> retriever.retrieve("how do I install it?")[0].node.start_char_idx  # a running chunkforge serve  # doctest: +SKIP
     1204
     """
 
@@ -282,8 +284,8 @@ class ChunkforgeExpander(BaseNodePostprocessor):
     <chunkforge.index.Index.expand>` with ``expansion`` (``budget_tokens``, ``window``,
     ``parent``, ...) into passage nodes as :class:`ChunkforgeRetriever` returns them.
 
-    >>> expander = ChunkforgeExpander(index, expansion={"window": 2, "budget_tokens": 800})  # doctest: +SKIP
-    >>> expander.postprocess_nodes(vector_retriever.retrieve("how do I install it?"))  # doctest: +SKIP
+    >>> expander = ChunkforgeExpander(index, expansion={"window": 2, "budget_tokens": 800})  # an index  # doctest: +SKIP
+    >>> expander.postprocess_nodes(vector_retriever.retrieve("how do I install it?"))  # LlamaIndex's retriever  # doctest: +SKIP
     """
 
     _index: Any = PrivateAttr()
