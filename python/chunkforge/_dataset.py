@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -30,6 +30,8 @@ from ._io import MANIFEST, file_sha256, read_manifest
 from .errors import InputError
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
+FORMAT = "chunkforge.embed-docs/1"
+"""What the job writes in a manifest's ``format``."""
 
 
 def _field(where: Path, data: dict[str, Any], name: str, kind: type | tuple[type, ...], what: str) -> Any:
@@ -89,6 +91,16 @@ class ShardEntry:
             _count(where, entry, "tokens"),
         )
 
+    def as_dict(self) -> dict[str, Any]:
+        """The entry as the manifest writes it."""
+        out: dict[str, Any] = {"file": self.file}
+        if self.trees is not None:
+            out["trees"] = self.trees
+        out.update(docs=self.docs, rows=self.rows, tokens=self.tokens, file_sha256=self.file_sha256)
+        if self.trees_sha256 is not None:
+            out["trees_sha256"] = self.trees_sha256
+        return out
+
     def verified(self, root: str | os.PathLike[str], which: str = "file") -> Path:
         """The path of this shard's ``which`` file (``"file"`` or ``"trees"``) once its bytes hash
         to the manifest's SHA-256 (InputError naming it otherwise)."""
@@ -120,6 +132,42 @@ class DatasetManifest:
     rows: int
     tokens: int
     shards: tuple[ShardEntry, ...]
+    format: str = FORMAT
+    chunkforge_version: str = ""
+    columns: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The manifest as the job writes it (``manifest.json``)."""
+        return {
+            "format": self.format,
+            "chunkforge_version": self.chunkforge_version,
+            "model": self.model,
+            "units": self.units,
+            "chunker": self.chunker,
+            "vector_dtype": self.vector_dtype,
+            "with_text": self.with_text,
+            "columns": self.columns,
+            "docs": self.docs,
+            "rows": self.rows,
+            "tokens": self.tokens,
+            "shards": [entry.as_dict() for entry in self.shards],
+        }
+
+    def checked(self) -> DatasetManifest:
+        """The manifest once its shards add up to its totals and name each file once (InputError
+        naming the manifest otherwise): what :meth:`read` checks, and the job before it writes."""
+        where = self.root / MANIFEST
+        for name in ("docs", "rows"):
+            listed = sum(getattr(entry, name) for entry in self.shards)
+            if listed != getattr(self, name):
+                raise InputError(
+                    f"{where}: its shards hold {listed} {name}, its total says {getattr(self, name)} "
+                    "(an entry missing?); rerun the job"
+                )
+        files = [entry.file for entry in self.shards] + [entry.trees for entry in self.shards if entry.trees]
+        if len(set(files)) != len(files):
+            raise InputError(f"{where}: a shard file is listed twice; rerun the job")
+        return self
 
     @classmethod
     def read(cls, root: str | os.PathLike[str]) -> DatasetManifest:
@@ -134,7 +182,7 @@ class DatasetManifest:
         units = _field(where, data, "units", str, "a unit kind")
         raw = _field(where, data, "shards", list, "a list of shards")
         shards = tuple(ShardEntry.of(where, entry, units == "tree") for entry in raw)
-        manifest = cls(
+        return cls(
             folder,
             model,
             units,
@@ -145,15 +193,7 @@ class DatasetManifest:
             _count(where, data, "rows"),
             _count(where, data, "tokens"),
             shards,
-        )
-        for name in ("docs", "rows"):
-            listed = sum(getattr(entry, name) for entry in shards)
-            if listed != getattr(manifest, name):
-                raise InputError(
-                    f"{where}: its shards hold {listed} {name}, its total says {getattr(manifest, name)} "
-                    "(an entry missing?); rerun the job"
-                )
-        files = [entry.file for entry in shards] + [entry.trees for entry in shards if entry.trees]
-        if len(set(files)) != len(files):
-            raise InputError(f"{where}: a shard file is listed twice; rerun the job")
-        return manifest
+            str(data.get("format", FORMAT)),
+            str(data.get("chunkforge_version", "")),
+            data["columns"] if isinstance(data.get("columns"), dict) else {},
+        ).checked()

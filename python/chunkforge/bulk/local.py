@@ -24,6 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._dataset import FORMAT, DatasetManifest, ShardEntry
 from .._io import MANIFEST, STDIN, atomic_file, check_paths
 from ..errors import InputError
 from .builder import Chunked, ShardBuilder
@@ -48,7 +49,6 @@ from .spec import JobSpec
 if TYPE_CHECKING:
     from ..encoder import Encoder
 
-FORMAT = "chunkforge.embed-docs/1"
 BULK_EXTRA = 'pip install "chunkforge[embed,parquet]"'
 
 
@@ -196,10 +196,9 @@ def run_locked(
             from .ray import build_on_ray
 
             build_on_ray(planned, spec, root, vectors, ray, ray_actors, bar, shards)
-    manifest = {
-        "format": FORMAT,
-        "chunkforge_version": package_version(),
-        "model": {
+    manifest = DatasetManifest(
+        root,
+        model={
             "name": spec.model,
             "variant": encoder.variant if spec.model == "default" else None,
             "fingerprint": fingerprint,
@@ -209,19 +208,20 @@ def run_locked(
             "pooling": encoder.pooling,
             "normalize": encoder.normalize,
         },
-        "units": spec.units,
-        "chunker": chunker,
-        "vector_dtype": spec.dtype,
-        "with_text": spec.with_text,
-        "columns": {"id": spec.id_column, "text": spec.text_column},
-        "docs": summary.docs,
-        "rows": summary.rows,
-        "tokens": summary.tokens,
-        "shards": [with_hashes(root, entry, known) for entry in shards],
-    }
+        units=spec.units,
+        chunker=chunker,
+        vector_dtype=spec.dtype,
+        with_text=spec.with_text,
+        docs=summary.docs,
+        rows=summary.rows,
+        tokens=summary.tokens,
+        shards=tuple(ShardEntry.of(root / MANIFEST, with_hashes(root, e, known), spec.units == "tree") for e in shards),
+        chunkforge_version=package_version(),
+        columns={"id": spec.id_column, "text": spec.text_column},
+    ).checked()
     try:
         with atomic_file(root / MANIFEST, param="out") as tmp:
-            tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+            tmp.write_text(json.dumps(manifest.as_dict(), indent=1) + "\n", encoding="utf-8")
     except OSError as exc:  # a full disk: the file is named
         raise InputError(f"cannot write {root / MANIFEST}: {exc.strerror or exc}") from exc
     remove_unlisted(root, shards)

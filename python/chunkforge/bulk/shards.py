@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from .._dataset import DatasetManifest
 from .._io import Doc, file_sha256, read_manifest
 from ..errors import InputError
 from .readers import read_inputs, shard_batches, unique_ids
@@ -220,8 +221,8 @@ def iter_shards(out: str | os.PathLike[str]) -> Iterator[Path]:
     >>> folder.cleanup()
     """
     root = Path(out)
-    for entry in read_manifest(root)["shards"]:
-        yield root / entry["file"]
+    for entry in DatasetManifest.read(root).shards:
+        yield root / entry.file
 
 
 def read_dataset(out: str | os.PathLike[str], columns: list[str] | None = None) -> pa.Table:
@@ -241,9 +242,9 @@ def read_dataset(out: str | os.PathLike[str], columns: list[str] | None = None) 
     root = Path(out)
     files = list(iter_shards(root))
     if not files:
-        manifest = read_manifest(root)
-        spec = JobSpec(dtype=manifest["vector_dtype"], with_text=manifest["with_text"])
-        return shard_schema(manifest["model"]["dim"], spec, {}).empty_table()
+        manifest = DatasetManifest.read(root)
+        spec = JobSpec(dtype=manifest.vector_dtype, with_text=manifest.with_text)
+        return shard_schema(manifest.model["dim"], spec, {}).empty_table()
     tables = []
     for f in files:
         try:
