@@ -69,16 +69,20 @@ class TreeSettings:
     def check(self) -> None:
         """Raises InputError naming the first bad setting."""
         if isinstance(self.leaf_tokens, bool) or not isinstance(self.leaf_tokens, int) or self.leaf_tokens < 1:
-            raise InputError(f"leaf_tokens must be an integer >= 1, not {self.leaf_tokens!r}")
+            raise InputError(f"must be an integer >= 1, not {self.leaf_tokens!r}", param="leaf_tokens")
         sizes = (*self.parent_tokens, self.leaf_tokens)
         if any(isinstance(n, bool) or not isinstance(n, int) for n in sizes) or any(
             a <= b for a, b in zip(sizes, sizes[1:])
         ):
-            raise InputError(f"parent_tokens must be integers, decreasing and larger than leaf_tokens, not {sizes}")
+            raise InputError(
+                f"must be integers, decreasing and larger than leaf_tokens, not {sizes}", param="parent_tokens"
+            )
         if self.structure not in STRUCTURES:
-            raise InputError(f"structure must be 'auto', 'markdown', 'rst', 'asciidoc' or None, not {self.structure!r}")
+            raise InputError(
+                f"must be 'auto', 'markdown', 'rst', 'asciidoc' or None, not {self.structure!r}", param="structure"
+            )
         if not isinstance(self.search_prefix, bool):
-            raise InputError(f"search_prefix must be True or False, not {self.search_prefix!r}")
+            raise InputError(f"must be True or False, not {self.search_prefix!r}", param="search_prefix")
 
     def syntax(self, doc_id: str, metadata: dict[str, Any]) -> Any:
         """The heading syntax of a document."""
