@@ -87,7 +87,10 @@ def passages(payload) -> list[dict]:
 
 def served_passages(answer: dict) -> list[dict]:
     return [
-        {**{k: v for k, v in p.items() if k not in ("hits", "score", "citation")}, "hit_leaves": [h["leaf"] for h in p["hits"]]}
+        {
+            **{k: v for k, v in p.items() if k not in ("hits", "score", "citation")},
+            "hit_leaves": [h["leaf"] for h in p["hits"]],
+        }
         for p in answer["passages"]
     ]
 

@@ -179,7 +179,7 @@ def add_and_save(index: Any, paths: list[str], out: str, no_progress: bool, main
 def index_info(index: Any, with_docs: bool) -> dict[str, Any]:
     """What ``index info`` prints: counts, settings and the model."""
     from .._config import encoder_label
-    from ..index.index import encoder_config
+    from ..index.persist import encoder_config
 
     config = index._encoder_config if index._encoder is None else encoder_config(index._encoder)
     facts: dict[str, Any] = {
