@@ -79,9 +79,7 @@ def read_bytes(data: bytes, name: str, format: str | None = None, main_content: 
 def read_file(path: str | os.PathLike[str], format: str | None = None, main_content: bool = False) -> ReadDocument:
     """The document of the source file at ``path`` (see :func:`read_bytes`); errors name the file.
 
-    >>> from pathlib import Path; import chunkforge
-    >>> shipped = Path(chunkforge.__file__).parents[2] / "tests" / "data" / "documents"  # the repository's test files
-    >>> doc = read_file(shipped / "report.docx")
+    >>> doc = read_file("tests/data/documents/report.docx")  # a file of the repository's tests
     >>> doc.title, doc.text.splitlines()[:3]
     ('Quarterly Report', ['# Quarterly Report', '', '# Overview'])
     """
