@@ -205,8 +205,19 @@ def beats(
     return Verdict(ahead, behind)
 
 
-def test_slices(lab: Lab) -> list[tuple[str, np.ndarray]]:
-    """The test half, its evidence-length buckets and its genres: the slices of :func:`beats`."""
+def adopted(test: Verdict, dev: Verdict, dev_gain: float) -> bool:
+    """Whether a candidate replaces the incumbent: it beats it on the test half (:func:`beats`),
+    and the dev half, where knobs are tuned, agrees: behind outside the CI nowhere there and
+    its mean over both budgets (``dev_gain``, candidate minus incumbent) not lower. With 14
+    slices at two budgets a candidate no better than the incumbent can be ahead outside a 95%
+    CI somewhere by chance alone (up to about half the time, were the 28 tests independent);
+    the dev half's agreement keeps such chance wins out."""
+    return test.wins and not dev.behind and dev_gain >= 0
+
+
+def test_slices(lab: Lab, half: str | None = "test") -> list[tuple[str, np.ndarray]]:
+    """The test half (``half``; None: all questions), its evidence-length buckets and its
+    genres: the slices of :func:`beats`."""
     sys.path.insert(0, str(DEVSET))
     from build import BUCKETS, bucket_of, evidence_tokens
 
@@ -214,6 +225,6 @@ def test_slices(lab: Lab) -> list[tuple[str, np.ndarray]]:
     bucket = np.array(
         [bucket_of(evidence_tokens([texts[r.doc_id][r.start : r.end] for r in q.references])) for q in lab.queries]
     )
-    test = lab.split == "test"
+    test = lab.split == half if half is not None else np.ones(len(lab.queries), bool)
     slices = [("all", test)] + [(f"{name} tokens", test & (bucket == name)) for _, name in BUCKETS]
     return slices + [(g, test & (lab.genre == g)) for g in sorted(set(lab.genre.tolist()))]

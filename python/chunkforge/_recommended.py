@@ -4,8 +4,8 @@
 rule (issue 41; ``beats`` in ``benches/retrieval_lab.py``): a candidate replaces the
 incumbent when it is ahead outside the paired 95% bootstrap CI on the whole test half or on
 at least one evidence-length or genre slice, at 500 or 1,000 tokens, and behind outside the
-CI on none. The policy: the index's hybrid ranking over leaves seen with their search prefix
-(``Index(search_prefix=True)``), up to ``k`` hit leaves, each lending the leaves near it in
+CI on none, and the dev half agrees (``adopted``). The policy: the index's hybrid ranking
+over leaves seen with their search prefix (``Index(search_prefix=True)``), up to ``k`` hit leaves, each lending the leaves near it in
 its section ``spread**distance`` of its relevance, leaves in that order while
 ``budget_tokens`` lasts (``spread`` 0.5, tuned on the dev half, ahead of the bare hits on
 60-120 and >120-token evidence and on rules at 500 tokens and behind nowhere:
