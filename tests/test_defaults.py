@@ -112,6 +112,11 @@ def test_service_and_cli_honour_the_floor(served, index, tmp_path, capsys):
         assert answer["abstained"] is False and answer["passages"]
         assert http.post("/query", json={"question": ON_TOPIC}).json()["abstained"] is False
         assert http.post("/query", json={"question": ON_TOPIC, "floor": 1.5}).status_code == 422
+    from chunkforge.serve.client import ServiceClient
+
+    client = ServiceClient(served)
+    assert client.query(OFF_TOPIC, floor=0.3).abstained and not client.query(ON_TOPIC, floor=0.3).abstained
+    client.close()
 
     from chunkforge.cli import main
 

@@ -40,12 +40,14 @@ class ServedPassage:
 @dataclass(frozen=True)
 class ServedPayload:
     """Passages, the hits the budget left out and the passages' documents' metadata (by
-    ``doc_id``), from the index ``version``."""
+    ``doc_id``), from the index ``version``; ``abstained``: no passage, the question's best
+    match scored under the query's ``floor``."""
 
     version: str
     passages: list[ServedPassage]
     dropped: list[Hit] = field(default_factory=list)
     metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
+    abstained: bool = False
 
     @property
     def token_count(self) -> int:
@@ -127,16 +129,19 @@ class ServiceClient:
         hybrid: bool | None = None,
         filter: Filter | None = None,
         options: ExpandOptions | None = None,
+        floor: float | None = None,
         **given: Any,
     ) -> ServedPayload:
         """``POST /query``: :meth:`search`'s filters and the expansion options of
-        :meth:`Index.expand <chunkforge.index.Index.expand>`; ``budget_tokens`` 1,000 unless given."""
+        :meth:`Index.expand <chunkforge.index.Index.expand>`; ``budget_tokens`` 1,000 unless given;
+        ``floor`` as for :meth:`Index.query <chunkforge.index.Index.query>`."""
         passes = filter_of(filter, doc_id, source, where, heading_prefix)
         chosen = ExpandOptions.recommended(options, **given)
         body = {
             "question": question,
             **({} if k is None else {"k": k}),
             **({} if hybrid is None else {"hybrid": hybrid}),
+            **({} if floor is None else {"floor": floor}),
             **passes.as_request(),
             **_options_body(chosen),
             "budget_tokens": chosen.budget_tokens,
@@ -176,7 +181,13 @@ def _served_payload(answer: dict[str, Any]) -> ServedPayload:
         )
         for p in answer["passages"]
     ]
-    return ServedPayload(answer["version"], passages, [_hit(h) for h in answer["dropped"]], answer.get("metadata", {}))
+    return ServedPayload(
+        answer["version"],
+        passages,
+        [_hit(h) for h in answer["dropped"]],
+        answer.get("metadata", {}),
+        bool(answer.get("abstained", False)),
+    )
 
 
 def retrieve(index: Any, question: str, k: int | None, expansion: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
