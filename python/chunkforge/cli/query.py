@@ -35,8 +35,8 @@ def add_parser(commands: Any) -> None:
         "--window",
         type=int,
         metavar="W",
-        help="W sentences either side of each hit (default: none; "
-        "the bare hits retrieved best at a fixed budget, see benches/results/retrieval-buckets.md)",
+        help="W sentences either side of each hit instead of --spread (default: none; spread retrieved best "
+        "at a fixed budget, see benches/results/retrieval-buckets.md)",
     )
     how.add_argument("--auto-merge", type=float, metavar="RATIO", help="merge into parents above RATIO of children")
     how.add_argument("--parent", action="store_true", help="return each hit's parent")
