@@ -8,8 +8,8 @@ retrievers take any :class:`Retriever`.
   (:class:`~chunkforge.index.filters.Filter`);
 - ``expand(hits, options, /, *, filter, **given)``: hits (or spans found elsewhere) to a
   payload, as the :class:`~chunkforge.index.options.ExpandOptions` say;
-- ``query(question, k, *, <search's filters>, options, **given)``: both, with the recommended
-  options for what is not given.
+- ``query(question, k, *, <search's filters>, floor, options, **given)``: both, with the
+  recommended options for what is not given; an empty payload under the ``floor``.
 
 ``SEARCH_PARAMETERS``, ``EXPAND_PARAMETERS`` and ``QUERY_PARAMETERS`` name each method's
 keywords; ``tests/test_layout.py`` checks every implementation against them.
@@ -31,8 +31,9 @@ SEARCH_PARAMETERS = frozenset({"query", "k", "doc_id", "source", "heading_prefix
 """The parameters of ``search``."""
 EXPAND_PARAMETERS = frozenset({"hits", "options", "filter", "given"})
 """The parameters of ``expand`` (``given``: the options by name)."""
-QUERY_PARAMETERS = (SEARCH_PARAMETERS - {"query"}) | {"question", "options", "given"}
-"""The parameters of ``query``: search's filters, then the expansion's."""
+QUERY_PARAMETERS = (SEARCH_PARAMETERS - {"query"}) | {"question", "floor", "options", "given"}
+"""The parameters of ``query``: search's filters, the ``floor`` under which it abstains, then
+the expansion's."""
 
 
 @runtime_checkable
