@@ -422,9 +422,9 @@ def skip_reason(exc: InputError) -> str:
     """The reason a file was skipped, for :class:`ReadReport`: a reader's own (``no text layer``,
     ``encrypted``, ``damaged``, ``binary``, ``reader not installed``) or ``not valid UTF-8``,
     else ``unreadable``."""
-    reason = getattr(exc, "reason", None)
-    if isinstance(reason, str):
-        return reason
+    cause = getattr(exc, "cause", None)  # a reader's ReadError
+    if isinstance(cause, str):
+        return cause
     return "not valid UTF-8" if "not valid UTF-8" in str(exc) else "unreadable"
 
 

@@ -754,7 +754,7 @@ class Index:
 
         >>> index = Index.load("my-index")  # doctest: +SKIP
         """
-        return persist.load(cls, path, encoder)
+        return cast("Index", persist.load(cls, path, encoder))
 
     @classmethod
     def open(cls, uri: str | os.PathLike[str], encoder: Encoder | None = None, **options: Any) -> StoreIndex:
@@ -781,7 +781,7 @@ class Index:
         >>> index = Index.from_dataset("vectors")  # doctest: +SKIP
         >>> index.query("how do I install it?").render()  # doctest: +SKIP
         """
-        return persist.from_dataset(cls, path, encoder, threads=threads)
+        return cast("Index", persist.from_dataset(cls, path, encoder, threads=threads))
 
     def _add_saved(self, docs: dict[str, list[Any]], saved: list[persist.Saved]) -> None:
         """Adds documents read from a saved index: ``docs`` columns, and per document

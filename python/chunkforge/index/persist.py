@@ -44,7 +44,10 @@ from .trees import TreeSettings, metadata_json, read_docs, read_shard, scratch_e
 
 if TYPE_CHECKING:
     from ..encoder import Encoder
-    from .index import Index
+
+Index = Any
+"""The :class:`~chunkforge.index.Index` these functions take and make (named here without
+importing it: ``index.index`` imports this module)."""
 
 Saved = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[list[str]]]
 """A document of a saved index: its nodes ``(start, end, parent, section, level)``, leaves

@@ -39,12 +39,12 @@ BBox = tuple[float, float, float, float]
 
 
 class ReadError(InputError):
-    """A source file a reader cannot turn into text; ``reason`` is the short cause a folder's
+    """A source file a reader cannot turn into text; ``cause`` is the short cause a folder's
     skip counts group by (``"no text layer"``, ``"encrypted"``, ``"damaged"``, ...)."""
 
-    def __init__(self, message: str, reason: str) -> None:
+    def __init__(self, message: str, cause: str) -> None:
         super().__init__(message)
-        self.reason = reason
+        self.cause = cause
 
 
 @dataclass(frozen=True, slots=True)
