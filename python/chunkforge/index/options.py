@@ -1,7 +1,9 @@
 """How hits become a payload: :class:`ExpandOptions`, one frozen, checked value that every
 index's ``expand`` and ``query``, the service's request bodies and the native expander take.
 Each option is defined here once, with its bounds and its description (the service's
-request models are made from them).
+request models are made from them). What a search takes beside its question is defined here
+once too: :class:`SearchKeywords` (every index's ``search`` and ``query`` keywords) and
+:class:`SearchOptions` (those keywords and ``k``, checked).
 
 >>> ExpandOptions(window=1, budget_tokens=500)
 ExpandOptions(window=1, budget_tokens=500)
@@ -12,13 +14,21 @@ ExpandOptions(window=1, budget_tokens=500)
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, cast
 
 from .._checks import check_int
 from .._recommended import RECOMMENDED
-from ..errors import ChunkforgeError
+from ..errors import ArgumentTypeError, ChunkforgeError
+from .filters import Filter, filter_of
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 Order = Literal["score", "document"]
 Pack = Literal["skip", "stop"]
@@ -140,3 +150,99 @@ class ExpandOptions:
 
 NAMES = frozenset(f.name for f in dataclasses.fields(ExpandOptions))
 """The names of the expansion options."""
+
+
+class SearchKeywords(TypedDict, total=False):
+    """The keywords of every index's ``search`` after ``query`` and ``k`` (and of ``query``,
+    before its expansion options), defined here once: the filters, each narrowing the others
+    (:mod:`chunkforge.index.filters`), and ``hybrid`` (None: the index's setting)."""
+
+    doc_id: str | Collection[str] | None
+    source: str | Collection[str] | None
+    heading_prefix: Sequence[str] | None
+    where: Mapping[str, Any] | None
+    hybrid: bool | None
+    filter: Filter | None
+
+
+SEARCH_NAMES = tuple(SearchKeywords.__annotations__)
+"""The names of :class:`SearchKeywords`, in order."""
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """What a search takes beside the question, checked when made: ``k`` (an int >= 1), the one
+    :class:`~chunkforge.index.filters.Filter` that every filter keyword narrows, and ``hybrid``.
+
+    >>> SearchOptions.of(3, source="docs", where={"year": 2024}).filter.as_request()
+    {'where': {'year': [2024], 'source': ['docs']}}
+    >>> SearchOptions.of(0)
+    Traceback (most recent call last):
+    ...
+    chunkforge.errors.ArgumentError: k must be >= 1, got 0
+    """
+
+    k: int = 12
+    filter: Filter = field(default_factory=Filter)
+    hybrid: bool | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "k", check_int("k", self.k, 1))
+        if not isinstance(self.filter, Filter):
+            raise ArgumentTypeError(f"must be a Filter, not {type(self.filter).__name__}", param="filter")
+
+    @classmethod
+    def of(cls, k: int, **keywords: Unpack[SearchKeywords]) -> SearchOptions:
+        """The options of ``search(query, k, **keywords)``; an unknown keyword is an
+        :class:`~chunkforge.errors.ArgumentTypeError` naming it."""
+        passes, hybrid = search_filter(keywords)
+        return cls(k, passes, hybrid)
+
+    @classmethod
+    def taken(cls, k: int, given: Mapping[str, Any]) -> tuple[SearchOptions, dict[str, Any]]:
+        """``query``'s keywords ``given`` split: the search's options, and the rest (the
+        expansion options by name).
+
+        >>> SearchOptions.taken(5, {"where": {"acl": "public"}, "window": 1})[1]
+        {'window': 1}
+        """
+        keywords = cast("SearchKeywords", {n: v for n, v in given.items() if n in SEARCH_NAMES})
+        return cls.of(k, **keywords), {n: v for n, v in given.items() if n not in SEARCH_NAMES}
+
+
+def search_filter(keywords: Mapping[str, Any]) -> tuple[Filter, bool | None]:
+    """The :class:`~chunkforge.index.filters.Filter` that search's filter ``keywords`` narrow,
+    and ``hybrid``; an unknown keyword is an :class:`~chunkforge.errors.ArgumentTypeError`.
+
+    >>> search_filter({"doc_id": "a.md", "hybrid": False})
+    (Filter(doc_ids=frozenset({'a.md'}), where=None, heading_prefix=None), False)
+    """
+    unknown = sorted(set(keywords) - set(SEARCH_NAMES))
+    if unknown:
+        raise ArgumentTypeError(f"is not a search keyword (keywords: {', '.join(SEARCH_NAMES)})", param=unknown[0])
+    passes = filter_of(
+        keywords.get("filter"),
+        keywords.get("doc_id"),
+        keywords.get("source"),
+        keywords.get("where"),
+        keywords.get("heading_prefix"),
+    )
+    return passes, keywords.get("hybrid")
+
+
+def spells_search_keywords(method: F) -> F:
+    """``method`` with :class:`SearchKeywords` spelled out in the signature that ``inspect`` and
+    ``help`` show: in place of its ``**keywords`` (``search``), or before its first keyword-only
+    parameter where it takes more (``query``: ``options``, ``floor``, ``**given``)."""
+    signature = inspect.signature(method)
+    params = list(signature.parameters.values())
+    rest = params[-1]
+    if rest.kind is inspect.Parameter.VAR_KEYWORD and rest.name == "keywords":
+        params.pop()
+    at = next((i for i, p in enumerate(params) if p.kind >= inspect.Parameter.KEYWORD_ONLY), len(params))
+    spelt = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=hint)
+        for name, hint in SearchKeywords.__annotations__.items()
+    ]
+    method.__signature__ = signature.replace(parameters=[*params[:at], *spelt, *params[at:]])  # type: ignore[attr-defined]
+    return method
