@@ -2,8 +2,8 @@
 
 Sources, one folder per genre under ``src/``:
 
-- ``src/GENRE/docs/NAME.txt``: a document written for this set (its ``doc_id`` is
-  ``GENRE/NAME``), or ``src/GENRE/docs.txt``: one id of the shipped documentation
+- ``src/GENRE/docs/NAME.txt``: a document written for this set, or a real one whose
+  licence lies beside it (its ``doc_id`` is ``GENRE/NAME``), or ``src/GENRE/docs.txt``: one id of the shipped documentation
   corpus (``tests/data/docs-corpus.jsonl.gz``) a line, used as they are;
 - ``src/GENRE/queries.jsonl``, then ``src/GENRE/queries-*.jsonl`` in name order:
   ``{"query", "type", "evidence": [{"doc", "quote"}]}``, ``type`` one of keyword,
