@@ -43,7 +43,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from chunkforge._recommended import RECOMMENDED  # noqa: E402
 from chunkforge.eval import Span  # noqa: E402
 from chunkforge.index import Index  # noqa: E402
-from chunkforge.index.expansion import spread_relevance  # noqa: E402
 from chunkforge.index.options import ExpandOptions  # noqa: E402
 from chunkforge.index.payload import Hit, Passage  # noqa: E402
 from retrieval_blocks import block_spans, leaf_blocks  # noqa: E402
@@ -83,7 +82,7 @@ class Bench:
     def ranked(self, hits: list[Hit], spread: float | None) -> tuple[list[int], list[float]]:
         if spread is None:
             return [h.leaf for h in hits], [h.score for h in hits]
-        return spread_relevance(hits, self.index._layout, spread)
+        return self.index._expander.spread([h.leaf for h in hits], [h.score for h in hits], spread)
 
     def with_blocks(self, labels: list[int], utilities: list[float], cap: int) -> tuple[list[int], list[float]]:
         out, util, seen = [], [], set()

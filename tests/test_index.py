@@ -277,6 +277,46 @@ def test_spread_sends_a_strong_hits_neighbours_before_weak_hits(index):
             index.expand(hits, spread=bad)
 
 
+def reference_spread(index: Index, hits: list[Hit], decay: float, reach: int = 4) -> list[tuple[int, float]]:
+    """Spread as Index.expand documents it, read off the index's public trees."""
+    top, low = max(h.score for h in hits), min(h.score for h in hits)
+    missing: dict[int, float] = {}
+    order: dict[int, int] = {}
+    for rank, h in enumerate(hits):
+        r = (h.score - low) / (top - low) if top > low else 1.0
+        missing[h.leaf] = missing.get(h.leaf, 1.0) * (1.0 - r)
+        order.setdefault(h.leaf, rank)
+        if r <= 0 or decay <= 0:
+            continue
+        tree, labels = index.tree(h.doc_id), [x.leaf for x in index.leaves(h.doc_id)]
+        starts, sections = tree.nodes[tree.leaves, 0].tolist(), tree.nodes[tree.leaves, 3].tolist()
+        at = starts.index(h.start)
+        for d in range(1, reach + 1):
+            for i in (at - d, at + d):
+                if 0 <= i < len(labels) and sections[i] == sections[at]:
+                    missing[labels[i]] = missing.get(labels[i], 1.0) * (1.0 - r * decay**d)
+                    order.setdefault(labels[i], len(hits) + rank)
+    return [(label, 1.0 - missing[label]) for label in sorted(missing, key=lambda x: (missing[x], order[x]))]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_spread_matches_the_reference(index, data):
+    """The native spread reaches the leaves the documented rule does, in its order, and the
+    payload of ``spread`` is that of the leaves it reaches (scored by their utilities)."""
+    pool = all_hits(index)
+    picks = data.draw(st.lists(st.integers(0, len(pool) - 1), min_size=1, max_size=30))
+    scores = data.draw(st.lists(st.floats(-1, 1), min_size=len(picks), max_size=len(picks)))
+    hits = [replace(pool[i], score=s) for i, s in zip(picks, scores)]
+    decay = data.draw(st.sampled_from([0.0, 0.3, 0.5, 0.9]))
+    expected = reference_spread(index, hits, decay)
+    labels, utilities = index._expander.spread([h.leaf for h in hits], [h.score for h in hits], decay)
+    assert labels == [label for label, _ in expected]
+    assert utilities == pytest.approx([u for _, u in expected], abs=1e-12)
+    made = index._expander.hits(labels, utilities, len(index.parent_tokens) + 1)
+    assert index.expand(hits, spread=decay, budget_tokens=400) == index.expand(made, budget_tokens=400)
+
+
 def reference_auto_merge(index: Index, hits: list[Hit], ratio: float) -> set[tuple[str, int, int]]:
     """LlamaIndex's AutoMergingRetriever merge loop over the index's tree, in Python."""
     units = auto_merge_nodes(index, hits, ratio)

@@ -10,7 +10,7 @@ the index :class:`~chunkforge.errors.NotInIndexError` (all ``ValueError``s).
 """
 
 from collections.abc import Iterable, Sequence
-from typing import Generic, Literal, TypeVar, final
+from typing import Generic, Literal, Protocol, TypeVar, final
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +40,29 @@ __all__ = [
     "span_overlaps",
     "split_sentences",
 ]
+
+class ExpandParams(Protocol):
+    """What :meth:`Expander.expand` reads of its options (as
+    :class:`chunkforge.index.options.ExpandOptions` holds them)."""
+
+    @property
+    def window(self) -> int | None: ...
+    @property
+    def window_tokens(self) -> int | None: ...
+    @property
+    def parent(self) -> bool: ...
+    @property
+    def auto_merge(self) -> float | None: ...
+    @property
+    def spread(self) -> float | None: ...
+    @property
+    def budget_tokens(self) -> int | None: ...
+    @property
+    def order(self) -> Order: ...
+    @property
+    def pack(self) -> Pack: ...
+    @property
+    def trim(self) -> bool: ...
 
 _Ints = npt.NDArray[np.int64]
 _Ids = npt.NDArray[np.uint32]
@@ -238,20 +261,20 @@ class Expander(Generic[_T, _P, _Q]):
         """Leaf indices of a document whose section's heading path starts with ``prefix``."""
     def tree(self, slot: int) -> tuple[_Ints, _Ints, _Ints, list[list[str]]]:
         """``(nodes, leaves, sentences, headings)`` of the document in ``slot``."""
-    def expand(
-        self,
-        hits: Iterable[_T],
-        window: int | None = None,
-        window_tokens: int | None = None,
-        parent: bool = False,
-        auto_merge: float | None = None,
-        budget_tokens: int | None = None,
-        order: Order = "score",
-        pack: Pack = "skip",
-        trim: bool = False,
-    ) -> _Q:
+    def spread(self, labels: Sequence[int], scores: Sequence[float], decay: float) -> tuple[list[int], list[float]]:
+        """``(labels, utilities)`` best first: the leaves hits ``(labels, scores)`` reach, each
+        hit lending the leaves ``d <= 4`` away in its section ``decay**d`` of its relevance
+        (its score rescaled between the weakest and the best hit), a leaf's utility the
+        noisy-or of what it has; see :meth:`chunkforge.index.Index.expand`.
+
+        Raises:
+            InputError: ``labels`` and ``scores`` differ in length, ``decay`` is not in [0, 1).
+            NotInIndexError: a label is no leaf of the index."""
+    def expand(self, hits: Iterable[_T], options: ExpandParams, level: int) -> _Q:
         """Hits (each with a ``leaf`` label and a ``score``) -> ``payload_type(passages,
-        dropped hits)``; see :meth:`chunkforge.index.Index.expand`.
+        dropped hits)`` as ``options`` say; with ``options.spread`` the hits go on as the
+        leaves they reach (:meth:`spread`), new hits whose ids are of tree ``level``; see
+        :meth:`chunkforge.index.Index.expand`.
 
         Raises:
             TypeError: a hit has no integer ``leaf`` or numeric ``score``.

@@ -20,7 +20,7 @@ pub(super) struct Node {
     /// Number of direct children.
     pub(super) children: u32,
     /// The node's index among the leaves, [`NONE`] for an inner node.
-    leaf: u32,
+    pub(super) leaf: u32,
     /// Tokens of the node's text encoded alone.
     pub(super) tokens: u32,
     /// The edges of its start and end.

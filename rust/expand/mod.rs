@@ -18,16 +18,19 @@
 //!
 //! [`document`] holds a document as expansion reads it, [`store`] the documents
 //! of an index and its leaf labels, [`packing`] the fitting of passages into a
-//! token budget; this module turns hits into units and units into passages.
+//! token budget, [`spread`] the relevance hits lend their neighbours; this module turns
+//! hits into units and units into passages.
 
 mod document;
 mod packing;
+mod spread;
 mod store;
 
 use rustc_hash::FxHashMap;
 use smallvec::{smallvec, SmallVec};
 
 pub use document::{Doc, DocInput};
+pub use spread::SPREAD_REACH;
 pub use store::Store;
 
 use crate::error::{input, Error, Result};

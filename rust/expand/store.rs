@@ -125,6 +125,12 @@ impl Store {
         &self.docs[slot as usize].as_ref().unwrap().0
     }
 
+    /// The document in `slot`, which a leaf's slot always holds, and its leaves' labels.
+    pub(super) fn doc_and_labels(&self, slot: u32) -> (&Doc, &[u64]) {
+        let (doc, labels) = self.docs[slot as usize].as_ref().unwrap();
+        (doc, labels)
+    }
+
     /// The leaf of `label`, [`FREE`] (its slot [`NONE`]) for a free label.
     pub(super) fn leaf_ref(&self, label: u64) -> LeafRef {
         self.labels.get(label as usize).copied().unwrap_or(FREE)

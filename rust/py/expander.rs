@@ -15,7 +15,7 @@ use super::convert::{borrow_texts, index_matrix, index_rows, matrix, surrogatepa
 use super::tokenizer::Tokenizer;
 use super::tree::DocTree;
 use crate::error::{input, Error, Result};
-use crate::expand::{self, Doc, DocInput, Order, Pack, Params, Store};
+use crate::expand::{self, Doc, DocInput, Order, Pack, Params, Store, SPREAD_REACH};
 use crate::structure::Syntax;
 use crate::threads::parallel_map;
 use crate::{tokenizer, tree};
@@ -35,6 +35,38 @@ pub struct Expander {
     tk: Arc<tokenizer::Tokenizer>,
     docs: RwLock<Docs>,
     types: Types,
+}
+
+/// The options of an expansion, read by attribute from an `ExpandOptions` (which
+/// checked them; its `max_chars` is Python's to apply).
+#[derive(FromPyObject)]
+struct Options {
+    window: Option<u32>,
+    window_tokens: Option<u32>,
+    parent: bool,
+    auto_merge: Option<f64>,
+    spread: Option<f64>,
+    budget_tokens: Option<usize>,
+    order: String,
+    pack: String,
+    trim: bool,
+}
+
+impl Options {
+    fn params(&self) -> Result<Params> {
+        let (order, pack) = (Order::from_name(&self.order)?, Pack::from_name(&self.pack)?);
+        let Options { window, window_tokens, parent, auto_merge, budget_tokens: budget, trim, .. } = *self;
+        Ok(Params { window, window_tokens, parent, auto_merge, budget, order, pack, trim })
+    }
+}
+
+/// `decay`, a spread's, checked to be in [0, 1).
+fn check_decay(decay: f64) -> Result<f64> {
+    if (0.0..1.0).contains(&decay) {
+        Ok(decay)
+    } else {
+        Err(input!("spread must be in [0, 1), not {decay}"))
+    }
 }
 
 /// The Python types an expander makes, checked once: hits (a frozen, slotted
@@ -389,27 +421,26 @@ impl Expander {
         Ok((index_matrix(py, &nodes), leaves.into_pyarray(py), matrix(py, &sents), headings))
     }
 
+    /// The leaves hits `(labels, scores)` reach by spreading their relevance `decay**d` to
+    /// the leaves `d <= 4` away in their section, best first, with their utilities (see
+    /// `chunkforge.index.Index.expand`'s `spread`).
+    fn spread(&self, py: Python<'_>, labels: Vec<u64>, scores: Vec<f64>, decay: f64) -> PyResult<(Vec<u64>, Vec<f64>)> {
+        if labels.len() != scores.len() {
+            return Err(input!("labels and scores must have the same length").into());
+        }
+        let pairs: Vec<(u64, f64)> = labels.into_iter().zip(scores).collect();
+        let spread = self.read(py).store.spread(&pairs, check_decay(decay)?, SPREAD_REACH)?;
+        Ok(spread.into_iter().unzip())
+    }
+
     /// Expands hits (an iterable of objects with a `leaf` label and a `score`, mostly of
     /// the hit type) into passages (named tuples `(doc_id, start, end, token_count,
-    /// score, heading_path, hits, document)`, whose `hits` are the hits they cover).
-    /// Returns a payload (a named tuple): `(passages, dropped hits)`.
-    #[pyo3(signature = (hits, window=None, window_tokens=None, parent=false, auto_merge=None, budget_tokens=None, order="score", pack="skip", trim=false))]
-    #[allow(clippy::too_many_arguments)] // one per keyword of `Index.expand`
-    fn expand<'py>(
-        &self,
-        py: Python<'py>,
-        hits: &Bound<'py, PyAny>,
-        window: Option<u32>,
-        window_tokens: Option<u32>,
-        parent: bool,
-        auto_merge: Option<f64>,
-        budget_tokens: Option<usize>,
-        order: &str,
-        pack: &str,
-        trim: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let (order, pack) = (Order::from_name(order)?, Pack::from_name(pack)?);
-        let params = Params { window, window_tokens, parent, auto_merge, budget: budget_tokens, order, pack, trim };
+    /// score, heading_path, hits, document)`, whose `hits` are the hits they cover), as
+    /// `options` say (an `ExpandOptions`, read by attribute); with `spread`, the hits
+    /// go on as the leaves they reach (see [`Self::spread`]), new hits whose ids are
+    /// those of tree `level`. Returns a payload (a named tuple): `(passages, dropped hits)`.
+    fn expand<'py>(&self, py: Python<'py>, hits: &Bound<'py, PyAny>, options: Options, level: u64) -> PyResult<Bound<'py, PyAny>> {
+        let params = options.params()?;
         let (leaf, score) = (intern!(py, "leaf"), intern!(py, "score"));
         let hits: Vec<Bound<'py, PyAny>> = match hits.downcast::<PyList>() {
             Ok(list) => list.iter().collect(),
@@ -424,13 +455,35 @@ impl Expander {
             })
             .collect::<PyResult<_>>()?;
         let claims = self.claims(py, &hits)?;
+        let Some(decay) = options.spread else { return self.expand_checked(py, &hits, &pairs, &claims, &params) };
+        let spread = {
+            let docs = self.read(py);
+            docs.check_claims(&pairs, &claims)?;
+            docs.store.spread(&pairs, check_decay(decay)?, SPREAD_REACH)?
+        };
+        let (labels, scores): (Vec<u64>, Vec<f64>) = spread.iter().copied().unzip();
+        let made: Vec<Bound<'py, PyAny>> = self.hits(py, labels, scores, level)?.iter().collect();
+        self.expand_checked(py, &made, &spread, &vec![None; made.len()], &params)
+    }
+}
+
+impl Expander {
+    /// [`Self::expand`] of hits read as `(label, score)` `pairs`, whose `claims` are checked here.
+    fn expand_checked<'py>(
+        &self,
+        py: Python<'py>,
+        hits: &[Bound<'py, PyAny>],
+        pairs: &[(u64, f64)],
+        claims: &[Option<Claim<'py>>],
+        params: &Params,
+    ) -> PyResult<Bound<'py, PyAny>> {
         // the passages' documents' ids, texts and headings are taken in one loop of
         // independent loads, so that their cache misses overlap instead of coming one by one
         let (payload, refs) = {
             let docs = self.read(py);
             let docs = &*docs;
-            docs.check_claims(&pairs, &claims)?;
-            let payload: expand::Payload = py.detach(|| docs.store.expand(&self.tk, &pairs, &params))?;
+            docs.check_claims(pairs, claims)?;
+            let payload: expand::Payload = py.detach(|| docs.store.expand(&self.tk, pairs, params))?;
             let refs: Vec<DocRefs> = payload.passages.iter().map(|p| docs.refs(py, p.doc, p.section)).collect::<Result<_>>()?;
             (payload, refs)
         };

@@ -1,6 +1,6 @@
 """Hits -> payload on a native store, one rule for the in-memory index and the store: the
-hits' leaves found again, their relevance spread to their neighbours, the native expansion
-(microseconds), the payload bounded in characters, the passages' metadata.
+hits' leaves found again, the native expansion (microseconds; it spreads the hits' relevance
+to their neighbours too), the payload bounded in characters, the passages' metadata.
 
 >>> bound_chars([], [], 10)
 ([], [])
@@ -20,10 +20,6 @@ from .payload import Hit, Packed, Passage, Payload
 
 if TYPE_CHECKING:
     from .._native import Expander
-
-SPREAD_REACH = 4
-"""Leaves either side of a hit that :func:`spread_relevance` lends relevance to."""
-
 
 class LeafLayout(NamedTuple):
     """A document's leaves in text order: their labels, ``str`` start offsets, sections and
@@ -63,50 +59,6 @@ def leaf_labels(
     return labels, scores
 
 
-def spread_relevance(
-    hits: Sequence[Hit], layout_of: Callable[[str], LeafLayout], decay: float, reach: int = SPREAD_REACH
-) -> tuple[list[int], list[float]]:
-    """``(labels, utilities)`` best first: what a payload should hold, from the hits alone.
-
-    Each hit's relevance ``r`` is its score rescaled to [0, 1] between the lowest and the
-    best hit; it lends each leaf ``d`` leaves away in its section (``d <= reach``)
-    ``r * decay**d``, and a leaf's utility is the noisy-or of what it has (its own
-    relevance, what its neighbours lend): ``1 - prod(1 - r_i)``. So a lone hit among
-    weak ones goes bare, the leaves around and between a cluster of hits rise above the
-    weaker hits, and a run of hits fills its parent, one rule for all three (issue 25);
-    the budget then takes leaves in utility order. ``decay`` 0 keeps the hits' order.
-
-    >>> layout = LeafLayout(np.array([10, 11, 12]), np.array([0, 5, 9]), np.array([0, 0, 0]), np.array([4, 8, 13]))
-    >>> hit = lambda leaf, start, score: Hit("a", start, start + 4, score, "", (), "", leaf)
-    >>> spread_relevance([hit(11, 5, 2.0), hit(12, 9, 1.0)], lambda doc_id: layout, 0.5)
-    ([11, 10, 12], [1.0, 0.5, 0.5])
-    """
-    if not hits:
-        return [], []
-    top, floor = max(h.score for h in hits), min(h.score for h in hits)
-    scale = top - floor
-    missing: dict[int, float] = {}  # label -> product of (1 - what it has)
-    order: dict[int, int] = {}  # label -> first rank it was reached at (ties: hits' order)
-    for rank, h in enumerate(hits):
-        r = (h.score - floor) / scale if scale > 0 else 1.0
-        missing[h.leaf] = missing.get(h.leaf, 1.0) * (1.0 - r)
-        order.setdefault(h.leaf, rank)
-        if r <= 0 or decay <= 0:
-            continue
-        layout = layout_of(h.doc_id)
-        at = int(np.searchsorted(layout.starts, h.start))
-        section = layout.sections[at]
-        for d in range(1, reach + 1):
-            lent = r * decay**d
-            for i in (at - d, at + d):
-                if 0 <= i < len(layout.labels) and layout.sections[i] == section:
-                    label = int(layout.labels[i])
-                    missing[label] = missing.get(label, 1.0) * (1.0 - lent)
-                    order.setdefault(label, len(hits) + rank)
-    ranked = sorted(missing, key=lambda label: (missing[label], order[label]))
-    return ranked, [1.0 - missing[label] for label in ranked]
-
-
 MAX_CHARS_PER_TOKEN = 32
 """Characters a payload may hold per token of its budget. A token is about 4 characters of
 prose; a word the tokenizer cannot split (over 100 characters for WordPiece) is one token
@@ -139,22 +91,16 @@ def expand(
     expander: Expander[Hit, Passage, Packed],
     hits: Iterable[Hit],
     metadata_of: Callable[[list[Passage]], Mapping[str, Mapping[str, Any]]] | None,
-    layout_of: Callable[[str], LeafLayout],
     level: int,
     options: ExpandOptions,
 ) -> Payload:
     """The payload of ``hits`` (see :meth:`chunkforge.Index.expand`); ``metadata_of`` gives the
-    passages' documents' metadata (None: the documents have none), ``layout_of`` a hit
-    document's leaves (for ``spread``), ``level`` the tree level of the hits' ids. The
+    passages' documents' metadata (None: the documents have none), ``level`` the tree level
+    of the hits' ids (of the leaves ``spread`` reaches). The
     payload holds at most ``options.max_chars`` characters, and :data:`MAX_CHARS_PER_TOKEN` a
     token of ``options.budget_tokens`` (:func:`bound_chars`)."""
     o = options
-    if o.spread is not None:
-        labels, utilities = spread_relevance(list(hits), layout_of, o.spread)
-        hits = expander.hits(labels, utilities, level)
-    passages, dropped = expander.expand(
-        hits, o.window, o.window_tokens, o.parent, o.auto_merge, o.budget_tokens, o.order, o.pack, o.trim
-    )
+    passages, dropped = expander.expand(hits, o, level)
     budget = None if o.budget_tokens is None else o.budget_tokens * MAX_CHARS_PER_TOKEN
     limits = [n for n in (o.max_chars, budget) if n is not None]
     passages, dropped = bound_chars(passages, dropped, min(limits) if limits else None)

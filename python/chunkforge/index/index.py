@@ -588,8 +588,8 @@ class Index:
         score rescaled between the weakest and the best hit), a leaf's utility is the
         noisy-or of what it has, and the leaves go on in utility order (a passage's score
         is then its best utility). A lone strong hit goes bare, the leaves around a cluster
-        of hits beat the weaker hits, a run of hits fills its parent
-        (:func:`~chunkforge.index.expansion.spread_relevance`).
+        of hits beat the weaker hits, a run of hits fills its parent (native code, as the
+        expansion: :meth:`chunkforge._native.Expander.spread`).
 
         ``auto_merge=ratio`` replaces the hit leaves of a parent by the parent when
         more than ``ratio`` of its children are hit, recursively up to sections
@@ -635,7 +635,6 @@ class Index:
             self._expander,
             hits,
             self._metadata_of if self._with_metadata else None,
-            self._layout,
             len(self.parent_tokens) + 1,
             options,
         )

@@ -925,7 +925,6 @@ class StoreIndex:
             at.expander,
             hits,
             lambda ps: {p.doc_id: cached[p.doc_id].metadata for p in ps},
-            lambda doc_id: cached[doc_id].layout,
             at.level,
             options,
         )
