@@ -112,7 +112,7 @@ class ShardBuilder:
             try:
                 vectors[missing] = self.encoder.embed_token_ids([chunked.token_ids[i] for i in missing])
             except ValueError as exc:  # on_overflow="error"
-                raise InputError(str(exc)) from exc
+                raise InputError.of(exc) from exc  # its parameter (on_overflow) kept
         tokens = sum(len(chunked.token_ids[i]) for i in missing.tolist())
         flat = pa.array(vectors.reshape(-1), getattr(pa, self.spec.dtype)())
         arrays = [pa.array(chunked.columns[name], self.schema.field(name).type) for name in self.schema.names[:-1]]

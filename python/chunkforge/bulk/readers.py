@@ -29,7 +29,7 @@ from .._io import (
     record_text,
 )
 from .._options import CODE_SUFFIXES
-from ..errors import InputError
+from ..errors import ArgumentError, InputError
 from .spec import JobSpec
 
 MAX_SHARD_DOCS = 512
@@ -94,10 +94,10 @@ def count_docs(inputs: Sequence[str], spec: JobSpec) -> int:
 
     total = 0
     if STDIN in inputs:  # read once, by the job
-        raise ValueError("no count of stdin")
+        raise ArgumentError("no count of stdin (read once, by the job)", param="inputs", aside=True)
     for name in input_files(inputs, spec):
         if not os.path.isfile(name):  # a FIFO or a device is read once, by the job
-            raise ValueError(f"no count of {name}")
+            raise ArgumentError(f"no count of {name} (not a regular file)", param="inputs", aside=True)
         if name.endswith(PARQUET_SUFFIXES):
             import pyarrow.parquet as pq
 

@@ -75,13 +75,14 @@ class ContextAwareChunker:
                 return chunks
             prefix = int(counts[worst]) - chunks[worst].token_count
             if self.reserve_tokens is not None:
-                raise ValueError(
-                    f"chunk {worst}'s prefix needs about {prefix} tokens, more than "
-                    f"reserve_tokens={self.reserve_tokens}"
+                raise ArgumentError(
+                    f"({self.reserve_tokens}) is less than chunk {worst}'s prefix (about {prefix} tokens)",
+                    param="reserve_tokens",
                 )
             if budget - excess < 1:
-                raise ValueError(
-                    f"chunk {worst}'s prefix alone has about {prefix} tokens, more than max_tokens={self.max_tokens}"
+                raise ArgumentError(
+                    f"({self.max_tokens}) is less than chunk {worst}'s prefix alone (about {prefix} tokens)",
+                    param="max_tokens",
                 )
             budget -= excess
 

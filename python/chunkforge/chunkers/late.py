@@ -101,9 +101,10 @@ class LateChunker:
         self.segment_tokens = encoder.max_length - head - tail
         self.segment_overlap = check_int("segment_overlap", segment_overlap, 0)
         if self.segment_overlap >= self.segment_tokens:
-            raise ValueError(
-                f"segment_overlap ({segment_overlap}) must be smaller than the encoder's window "
-                f"({self.segment_tokens} tokens: max_length {encoder.max_length} minus special tokens)"
+            raise ArgumentError(
+                f"({segment_overlap}) must be smaller than the encoder's window "
+                f"({self.segment_tokens} tokens: max_length {encoder.max_length} minus special tokens)",
+                param="segment_overlap",
             )
         prefix, suffix = encoder.tokenizer.special_tokens
         self._prefix = np.array(prefix, np.int64)
@@ -129,7 +130,7 @@ class LateChunker:
     def chunk_batch(self, texts: Iterable[str]) -> list[LateChunks]:
         """Chunks and late-embeds many documents, their segments batched together."""
         if self.chunker is None:
-            raise ValueError("this LateChunker has no chunker (chunker=None): use embed_chunks")
+            raise ArgumentError("is None: this LateChunker has no chunker (use embed_chunks)", param="chunker")
         texts = _as_list(texts)
         batch = getattr(self.chunker, "chunk_batch", None)
         chunks = batch(texts) if callable(batch) else [self.chunker.chunk(t) for t in texts]
@@ -166,7 +167,7 @@ class LateChunker:
             try:
                 out.append(_native.late_pool(tok.vectors, tok.offsets, s, self.encoder.normalize))
             except ValueError as exc:
-                raise ValueError(f"chunks[{i}]: {exc}") from None
+                raise ArgumentError(f"[{i}]: {exc}", param="chunks") from None
         return out
 
     def token_vectors(self, texts: Iterable[str]) -> list[LateTokens]:
@@ -182,7 +183,7 @@ class LateChunker:
         docs: list[_Doc] = []
         for i, text in enumerate(texts):
             if not isinstance(text, str):
-                raise TypeError(f"texts[{i}] must be a str, not {type(text).__name__}")
+                raise ArgumentTypeError(f"[{i}] must be a str, not {type(text).__name__}", param="texts")
             ids, offsets = self.encoder.tokenizer.encode_offsets(text)
             starts, owner = self.segments(len(ids))
             ends = np.minimum(starts + self.segment_tokens, len(ids))
@@ -222,15 +223,17 @@ class LateChunker:
 def _spans(text: str, chunks: Sequence[SpanLike], doc: int) -> np.ndarray:
     """``(k, 2)`` int64 spans of ``chunks``, checked against ``text``."""
     if not isinstance(text, str):
-        raise TypeError(f"texts[{doc}] must be a str, not {type(text).__name__}")
+        raise ArgumentTypeError(f"[{doc}] must be a str, not {type(text).__name__}", param="texts")
     if isinstance(chunks, (str, Chunk)):
-        raise TypeError(f"chunks[{doc}] must be a list of Chunk or (start, end), not a single {type(chunks).__name__}")
+        raise ArgumentTypeError(
+            f"[{doc}] must be a list of Chunk or (start, end), not a single {type(chunks).__name__}", param="chunks"
+        )
     out = np.empty((len(chunks), 2), np.int64)
     for k, c in enumerate(chunks):
         start, end = (c.start, c.end) if isinstance(c, Chunk) else c
         if not 0 <= start < end <= len(text):
-            raise ValueError(
-                f"chunks[{doc}][{k}] = ({start}, {end}) is not a non-empty span of the text (0..{len(text)})"
+            raise ArgumentError(
+                f"[{doc}][{k}] = ({start}, {end}) is not a non-empty span of the text (0..{len(text)})", param="chunks"
             )
         out[k] = start, end
     return out

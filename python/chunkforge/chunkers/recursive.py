@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import _native
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentError, ArgumentTypeError
 from ._base import BaseChunker, check_min_tokens
 
 
@@ -44,8 +44,9 @@ class RecursiveChunker(BaseChunker):
             if isinstance(separators, str) or not all(isinstance(s, str) for s in separators):
                 raise ArgumentTypeError("must be a list of str", param="separators")
             if any(s == "" for s in separators):
-                raise ValueError(
-                    "separators must not contain an empty string (token boundaries are always the last resort)"
+                raise ArgumentError(
+                    "must not contain an empty string (token boundaries are always the last resort)",
+                    param="separators",
                 )
             separators = list(separators)
         self.separators = separators

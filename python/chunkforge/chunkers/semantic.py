@@ -31,7 +31,7 @@ import numpy as np
 from .. import _native
 from .._checks import check_int
 from ..chunk import Chunk, ChunkBatch, Chunks
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentError, ArgumentTypeError
 from ..tokenizer import _as_list
 from ._base import (
     BatchSpans,
@@ -97,8 +97,8 @@ class SemanticChunker:
         if isinstance(threshold, str):
             match = PERCENTILE.fullmatch(threshold)
             if not match or float(match[1]) > 100:
-                raise ValueError(
-                    f"threshold must be 'pNN' (a percentile, 0-100) or a float distance, not {threshold!r}"
+                raise ArgumentError(
+                    f"must be 'pNN' (a percentile, 0-100) or a float distance, not {threshold!r}", param="threshold"
                 )
         elif isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
             raise ArgumentTypeError(f"must be a float or 'pNN', not {type(threshold).__name__}", param="threshold")
@@ -116,7 +116,7 @@ class SemanticChunker:
         texts = _as_list(texts)
         for i, text in enumerate(texts):
             if not isinstance(text, str):
-                raise TypeError(f"texts[{i}] must be a str, not {type(text).__name__}")
+                raise ArgumentTypeError(f"[{i}] must be a str, not {type(text).__name__}", param="texts")
         sentences = [_native.split_sentences(t) for t in texts]
         distances = self.distances_batch(texts, sentences)
         return ChunkBatch(self._chunks(t, s, d) for t, s, d in zip(texts, sentences, distances))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .._io import atomic_file, cache_root
 from .._progress import job_progress
 from .._search import EXACT_MAX
-from ..errors import DatasetError, InputError
+from ..errors import ChunkforgeError, DatasetError, InputError
 from ..eval import (
     Config,
     EmbeddingCache,
@@ -164,8 +164,9 @@ def run(args: argparse.Namespace) -> str:
                     )
                 )
             except (ImportError, OSError, ValueError, TypeError) as exc:
-                named = str(exc).startswith(f"config {config.name}: ")
-                raise InputError(str(exc) if named else f"config {config.name}: {exc}") from exc
+                # the parameters of a config's tables are not flags: the message as the library says it
+                placed = isinstance(exc, ChunkforgeError) and exc.where == f"config {config.name}"
+                raise InputError(str(exc) if placed else f"config {config.name}: {exc}") from exc
             bar.update(1)
     header = {
         "corpus": f"{args.corpus} ({len(corpus)} docs)",

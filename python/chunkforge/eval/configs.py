@@ -23,7 +23,7 @@ from .._io import syntax_or_default
 from ..chunk import Chunk
 from ..chunkers.markdown import sections
 from ..chunkers.registry import eval_chunkers
-from ..errors import DatasetError
+from ..errors import ArgumentError, DatasetError
 from ..represent import render
 from ..tokenizer import Tokenizer
 from .datasets import Document
@@ -59,8 +59,10 @@ def _lookup(registry: Mapping[str, Any], name: Any, what: str) -> Any:
         try:
             return getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError) as exc:
-            raise ValueError(f"[{what}] type {name!r} cannot be imported: {exc}") from exc
-    raise ValueError(f"[{what}] type must be one of {', '.join(registry)} or 'module:attribute', not {name!r}")
+            raise ArgumentError(f"{name!r} cannot be imported: {exc}", param=f"[{what}] type") from exc
+    raise ArgumentError(
+        f"must be one of {', '.join(registry)} or 'module:attribute', not {name!r}", param=f"[{what}] type"
+    )
 
 
 def config_chunkers() -> dict[str, Callable[..., Any]]:
@@ -165,21 +167,23 @@ class Config:
         except OSError as exc:
             raise DatasetError(f"cannot read config {path}: {exc.strerror or exc}") from exc
         except tomllib.TOMLDecodeError as exc:
-            raise DatasetError(f"config {path}: not valid TOML ({exc})") from exc
+            raise DatasetError(f"not valid TOML ({exc})", where=f"config {path}") from exc
         keys = ("chunker", "representation", "encoder", "index", "query")
         unknown = set(data) - {"name", *keys}
         if unknown:
-            raise DatasetError(f"config {path}: unknown key {min(unknown)!r} (expected name, {', '.join(keys)})")
+            raise DatasetError(
+                f"unknown key {min(unknown)!r} (expected name, {', '.join(keys)})", where=f"config {path}"
+            )
         policy = "index" in data or "query" in data
         if policy and ("chunker" in data or "representation" in data):
-            raise DatasetError(f"config {path}: [index]/[query] (a retrieval policy) or [chunker], not both")
+            raise DatasetError("[index]/[query] (a retrieval policy) or [chunker], not both", where=f"config {path}")
         tables: dict[str, Any] = {"representation": {"type": "plain"}, "encoder": {"model": "default"}}
         optional = {"representation", "encoder", "index", "query"} | ({"chunker"} if policy else set())
         for key in keys:
             if key not in data and key in optional:
                 continue
             if not isinstance(data.get(key), dict):
-                raise DatasetError(f"config {path}: [{key}] is missing or not a table")
+                raise DatasetError(f"[{key}] is missing or not a table", where=f"config {path}")
             tables[key] = dict(data[key])
         tables["representation"].setdefault("type", "plain")
         if policy:
@@ -189,7 +193,7 @@ class Config:
                 if not policy:
                     _lookup(registry, tables[key].get("type"), key)
             except ValueError as exc:
-                raise DatasetError(f"config {path}: {exc}") from exc
+                raise DatasetError.of(exc, where=f"config {path}") from exc
         name = data.get("name", Path(path).name.removesuffix(".toml"))
         return cls(str(name), **tables)
 
@@ -213,10 +217,8 @@ class Config:
         try:
             made = (framework_factory(factory) or factory)(tokenizer, **params)
             return as_chunker(made, tokenizer, str(kind))
-        except TypeError as exc:
-            raise DatasetError(f"config {self.name}: [chunker] {exc}") from exc
-        except DatasetError as exc:
-            raise DatasetError(f"config {self.name}: [chunker] {exc}") from exc
+        except (TypeError, DatasetError) as exc:
+            raise DatasetError(f"[chunker] {exc}", where=f"config {self.name}") from exc
 
     def make_encoder(self) -> Encoder:
         """The configured encoder (texts over its ``max_length`` are truncated quietly)."""

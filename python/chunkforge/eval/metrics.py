@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from .. import _native
+from ..errors import ArgumentError
 from ..tokenizer import as_tokenizer
 from .datasets import Document, Query, Span
 
@@ -61,7 +62,7 @@ class SpanMeasure:
 
     def __init__(self, corpus: Sequence[Document], unit: str = "tokens", tokenizer: Any = None) -> None:
         if unit not in ("tokens", "chars"):
-            raise ValueError(f"unit must be 'tokens' or 'chars', not {unit!r}")
+            raise ArgumentError(f"must be 'tokens' or 'chars', not {unit!r}", param="unit")
         self.unit = unit
         self.index = {d.doc_id: i for i, d in enumerate(corpus)}
         self.lengths = [len(d.text) for d in corpus]
@@ -79,9 +80,9 @@ class SpanMeasure:
             for j, s in enumerate(spans):
                 d = self.index.get(s.doc_id)
                 if d is None:
-                    raise ValueError(f"{what}[{q}][{j}]: doc_id {s.doc_id!r} is not in the corpus")
+                    raise ArgumentError(f"[{q}][{j}]: doc_id {s.doc_id!r} is not in the corpus", param=what)
                 if not 0 <= s.start <= s.end <= self.lengths[d]:
-                    raise ValueError(f"{what}[{q}][{j}]: span ({s.start}, {s.end}) is not within {s.doc_id!r}")
+                    raise ArgumentError(f"[{q}][{j}]: span ({s.start}, {s.end}) is not within {s.doc_id!r}", param=what)
                 rows.append((q, d, s.start, s.end))
         arr = np.array(rows, np.int64).reshape(-1, 4)
         query, doc, start, end = (np.ascontiguousarray(arr[:, i]) for i in range(4))
@@ -90,7 +91,9 @@ class SpanMeasure:
     def overlaps(self, evidence: Sequence[Sequence[Span]], retrieved: Sequence[Sequence[Span]]) -> list[np.ndarray]:
         """The native span arithmetic (``_native.span_overlaps``) on per-query span lists."""
         if len(evidence) != len(retrieved):
-            raise ValueError(f"got {len(evidence)} evidence lists but {len(retrieved)} retrieved lists")
+            raise ArgumentError(
+                f"has {len(retrieved)} lists for {len(evidence)} evidence lists (one per query)", param="retrieved"
+            )
         return _native.span_overlaps(
             len(evidence), self.columns(evidence, "evidence"), self.columns(retrieved, "retrieved"), self.token_ends
         )
@@ -155,12 +158,12 @@ def score(
     (0.2308, 0.2143, 1.0)
     """
     if not 0 < coverage <= 1:
-        raise ValueError(f"coverage must be in (0, 1], got {coverage}")
+        raise ArgumentError(f"must be in (0, 1], got {coverage}", param="coverage")
     evidence = [q.references for q in queries]
     inter, ev, ret, ev_size, ev_cov, _, rel = measure.overlaps(evidence, retrieved)
     if (ev_size == 0).any():
         qid, ref = [(q.id, r) for q in queries for r in q.references][int(np.flatnonzero(ev_size == 0)[0])]
-        raise ValueError(f"query {qid!r}: evidence {ref} holds no {measure.unit}")
+        raise ArgumentError(f"{ref} holds no {measure.unit}", param="evidence", where=f"query {qid!r}")
     answerable = ev > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         recall = np.where(answerable, inter / np.maximum(ev, 1), np.nan)

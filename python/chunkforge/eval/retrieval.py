@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._search import EXACT_MAX, VectorSearch  # noqa: F401  (re-exported: chunkforge.eval.VectorSearch)
-from ..errors import DatasetError
+from ..errors import ArgumentError, DatasetError
 
 if TYPE_CHECKING:
     from ..encoder import Encoder
@@ -34,7 +34,7 @@ def budget_cut(token_counts: Sequence[int], budget_tokens: int, pack: str = "ski
     """
     budget = budget_tokens
     if pack not in ("stop", "skip"):
-        raise ValueError(f"pack must be 'stop' or 'skip', not {pack!r}")
+        raise ArgumentError(f"must be 'stop' or 'skip', not {pack!r}", param="pack")
     taken, used = [], 0
     for i, n in enumerate(token_counts):
         if used + n > budget:

@@ -10,6 +10,7 @@ import numpy as np
 
 from .._checks import check_int
 from .._search import EXACT_MAX, VectorSearch
+from ..errors import ArgumentError
 from .configs import REPRESENTATIONS, Representation, _lookup
 from .datasets import Document, Query, Span
 from .metrics import Scores, SpanMeasure, score
@@ -68,12 +69,9 @@ def evaluate(
     True
     """
     budget = budget_tokens
-    try:
-        check_int("k", k, 1)
-        if budget is not None:
-            check_int("budget_tokens", budget, 1)
-    except TypeError as exc:  # evaluate's bad values have always been ValueErrors
-        raise ValueError(str(exc)) from exc
+    check_int("k", k, 1)  # an ArgumentError (a ValueError, as evaluate's bad values have always been)
+    if budget is not None:
+        check_int("budget_tokens", budget, 1)
     represent = (
         _lookup(REPRESENTATIONS, representation, "representation")
         if isinstance(representation, str)
@@ -83,7 +81,7 @@ def evaluate(
     per_doc = chunker.chunk_batch([d.text for d in corpus])
     spans = [Span(d.doc_id, c.start, c.end) for d, cs in zip(corpus, per_doc) for c in cs]
     if not spans:
-        raise ValueError("the chunker produced no chunks")
+        raise ArgumentError("produced no chunks", param="chunker")
     tokens = np.array([c.token_count for cs in per_doc for c in cs], np.int64)
 
     specials = encoder.tokenizer.special_token_count
@@ -96,7 +94,7 @@ def evaluate(
 
     vectors = represent(corpus, per_doc, encoder, embed, **dict(representation_params or {}))
     if vectors.shape[0] != len(spans):
-        raise ValueError(f"representation gave {vectors.shape[0]} vectors for {len(spans)} chunks")
+        raise ArgumentError(f"gave {vectors.shape[0]} vectors for {len(spans)} chunks", param="representation")
     chunks_truncated = truncated
     depth = k if budget is None else max(k, budget // max(1, int(tokens.min())) + 1)
     ids, sims = VectorSearch(vectors, exact_max).search(embed([q.query for q in queries]), depth)
@@ -167,13 +165,17 @@ def evaluate_index(
     depth = options.pop("k", RECOMMENDED["k"])
     for reserved in ("budget_tokens", "pack"):
         if reserved in options:
-            raise ValueError(f"[query] {reserved}: set by the evaluation (--budget-tokens, --pack), not per policy")
+            raise ArgumentError(
+                f"[query] {reserved}: set by the evaluation (--budget-tokens, --pack), not per policy",
+                param="query_options",
+                aside=True,
+            )
     measure = measure or SpanMeasure(corpus)
     index = Index(encoder, **dict(index_options or {}))
     index.add([{"id": d.doc_id, "text": d.text} for d in corpus])
     leaves = index.leaves()
     if not leaves:
-        raise ValueError("the index holds no leaves")
+        raise ArgumentError("gave the index no leaves", param="corpus")
     leaf_spans = [Span(h.doc_id, h.start, h.end) for h in leaves]
     tokens = encoder.tokenizer.count_batch([h.text for h in leaves])
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from .._config import from_config, to_config
 from ..chunk import Chunk
+from ..errors import ArgumentError, ArgumentTypeError
 
 
 def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
@@ -58,7 +59,7 @@ def check_chunker(chunker: Any) -> Any:
     if chunker is None:
         return default_chunker()
     if not callable(getattr(chunker, "chunk", None)):
-        raise TypeError(f"chunker must be a chunkforge chunker, not {type(chunker).__name__}")
+        raise ArgumentTypeError(f"must be a chunkforge chunker, not {type(chunker).__name__}", param="chunker")
     return chunker
 
 
@@ -82,7 +83,9 @@ def resize_chunker(chunker: Any, chunk_size: int | None, chunk_overlap: int | No
         if value is None:
             continue
         if name not in params:
-            raise ValueError(f"{option}: {type(chunker).__name__} has no {name} to set; configure the chunker itself")
+            raise ArgumentError(
+                f": {type(chunker).__name__} has no {name} to set; configure the chunker itself", param=option
+            )
         params[name] = value
     return type(chunker)(**params)
 
@@ -122,12 +125,14 @@ def refuse_unknown(cls: type, kwargs: dict[str, Any], fields: Any, own: tuple[st
     >>> refuse_unknown(dict, {"bogus_option": 3}, ["include_metadata"], ("chunker",))
     Traceback (most recent call last):
     ...
-    TypeError: dict() got an unexpected keyword argument 'bogus_option' (it takes chunker, include_metadata)
+    chunkforge.errors.ArgumentTypeError: bogus_option: an unexpected keyword argument of dict() (it takes chunker, include_metadata)
     """
     unknown = sorted(set(kwargs) - set(fields))
     if unknown:
         takes = ", ".join([*own, *fields])
-        raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {unknown[0]!r} (it takes {takes})")
+        raise ArgumentTypeError(
+            f": an unexpected keyword argument of {cls.__name__}() (it takes {takes})", param=unknown[0]
+        )
 
 
 def check_encoder(encoder: Any) -> Any:
@@ -137,7 +142,7 @@ def check_encoder(encoder: Any) -> Any:
 
         return Encoder.default()
     if not callable(getattr(encoder, "embed", None)):
-        raise TypeError(f"encoder must be a chunkforge.Encoder, not {type(encoder).__name__}")
+        raise ArgumentTypeError(f"must be a chunkforge.Encoder, not {type(encoder).__name__}", param="encoder")
     return encoder
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, TypeVar
 
+from ..errors import ArgumentError
 from . import check_chunker, check_encoder, chunk_metadata, from_config, import_or_explain, to_config
 
 import_or_explain("haystack", "haystack")
@@ -53,9 +54,9 @@ class ChunkforgeDocumentSplitter:
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
         out = []
-        for doc in documents:
+        for n, doc in enumerate(documents):
             if doc.content is None:
-                raise ValueError(f"document {doc.id} has no text content (content is None)")
+                raise ArgumentError(f"[{n}] (id {doc.id}) has no text content (content is None)", param="documents")
             for i, chunk in enumerate(self.chunker.chunk(doc.content)):
                 meta = {
                     **doc.meta,

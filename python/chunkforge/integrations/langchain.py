@@ -22,6 +22,7 @@ from typing import Any
 
 from ..chunk import Chunk
 from ..chunkers.counted import SEPARATORS, counted_chunks
+from ..errors import ArgumentError, ArgumentTypeError
 from . import check_chunker, check_encoder, chunk_metadata, import_or_explain, resize_chunker, warn_past_window
 
 import_or_explain("langchain_text_splitters", "langchain")
@@ -65,7 +66,9 @@ class ChunkforgeTextSplitter(TextSplitter):
             chunker = resized(chunker, chunk_size, chunk_overlap)
             warn_past_window(chunker, chunk_size, " (or length_function=len to count characters)")
         elif not callable(length_function):
-            raise TypeError(f"length_function must be a callable str -> int, not {type(length_function).__name__}")
+            raise ArgumentTypeError(
+                f"must be a callable str -> int, not {type(length_function).__name__}", param="length_function"
+            )
         super().__init__(
             chunk_size=chunker.max_tokens if chunk_size is None else chunk_size,
             chunk_overlap=getattr(chunker, "overlap", 0) if chunk_overlap is None else chunk_overlap,
@@ -87,7 +90,9 @@ class ChunkforgeTextSplitter(TextSplitter):
 
             return cls(RecursiveChunker(backend, max_tokens=kwargs.pop("chunk_size", None)), **kwargs)
         if not callable(getattr(tokenizer, "tokenize", None)):
-            raise TypeError(f"tokenizer must be a Hugging Face tokenizer, not {type(tokenizer).__name__}")
+            raise ArgumentTypeError(
+                f"must be a Hugging Face tokenizer, not {type(tokenizer).__name__}", param="tokenizer"
+            )
         return cls(length_function=lambda text: len(tokenizer.tokenize(text)), **kwargs)
 
     def chunks(self, text: str) -> list[Chunk]:
@@ -105,7 +110,7 @@ class ChunkforgeTextSplitter(TextSplitter):
     def create_documents(self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None) -> list[Document]:
         """One ``Document`` per chunk, each with a copy of its text's metadata."""
         if metadatas is not None and len(metadatas) != len(texts):
-            raise ValueError(f"metadatas has {len(metadatas)} entries for {len(texts)} texts")
+            raise ArgumentError(f"has {len(metadatas)} entries for {len(texts)} texts", param="metadatas")
         documents = []
         for i, text in enumerate(texts):
             for chunk in self.chunks(text):

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._config import encoder_label
+from ..errors import ArgumentError, ArgumentTypeError
 from . import (
     check_chunker,
     check_encoder,
@@ -106,8 +107,9 @@ class ChunkforgeNodeParser(NodeParser):
         id_func = data.get("id_func")
         if isinstance(id_func, dict):  # to_dict writes a function's name only
             if id_func.get("id_func_name") != "default_id_func":
-                raise ValueError(
-                    f"id_func {id_func.get('id_func_name')!r} cannot be read back: from_dict(data, id_func=...)"
+                raise ArgumentError(
+                    f"{id_func.get('id_func_name')!r} cannot be read back: from_dict(data, id_func=...)",
+                    param="id_func",
                 )
             del data["id_func"]
         return cls(from_config(data.pop("chunker", None)), **data)
@@ -294,7 +296,9 @@ class ChunkforgeExpander(BaseNodePostprocessor):
     def __init__(self, index: Any, expansion: dict[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not callable(getattr(index, "expand", None)):
-            raise TypeError(f"index must be a chunkforge Index (or Index.open's store), not {type(index).__name__}")
+            raise ArgumentTypeError(
+                f"must be a chunkforge Index (or Index.open's store), not {type(index).__name__}", param="index"
+            )
         self._index = index
         self._expansion = dict(expansion or {})
 
@@ -312,7 +316,9 @@ class ChunkforgeExpander(BaseNodePostprocessor):
             node = scored.node
             start, end = getattr(node, "start_char_idx", None), getattr(node, "end_char_idx", None)
             if node.ref_doc_id is None or start is None or end is None:
-                raise ValueError(f"nodes[{i}] has no ref_doc_id or no start_char_idx/end_char_idx to expand")
+                raise ArgumentError(
+                    f"[{i}] has no ref_doc_id or no start_char_idx/end_char_idx to expand", param="nodes"
+                )
             spans.append((node.ref_doc_id, start, end, 1.0 if scored.score is None else float(scored.score)))
         if not spans:
             return []

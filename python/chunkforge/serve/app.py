@@ -132,13 +132,17 @@ class Service:
         raw = request.headers.get(name)
         if raw is None:
             raise ErrorAnswer(403, f"this service answers only requests with a {name} header (set by its proxy)")
+        not_a_filter = f"the {name} header is not a filter"
         try:
             given = json.loads(raw)
-            if not isinstance(given, dict) or not set(given) <= {"where", "source", "doc_id"}:
-                raise ValueError('must be a JSON object of "where", "source" and "doc_id"')
+        except ValueError as exc:
+            raise ErrorAnswer(400, f"{not_a_filter}: {exc}") from exc
+        if not isinstance(given, dict) or not set(given) <= {"where", "source", "doc_id"}:
+            raise ErrorAnswer(400, f'{not_a_filter}: must be a JSON object of "where", "source" and "doc_id"')
+        try:
             return self.pinned.narrow(Filter.of(**given))
         except (ValueError, TypeError) as exc:
-            raise ErrorAnswer(400, f"the {name} header is not a filter: {exc}") from exc
+            raise ErrorAnswer(400, f"{not_a_filter}: {exc}") from exc
 
     async def watch(self) -> None:
         """Every ``reload_interval_s``: when the source names another version, opens it

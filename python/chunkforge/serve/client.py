@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import ArgumentTypeError
 from ..index import Hit
 from ..index.filters import Filter, filter_of
 from ..index.options import ExpandOptions
@@ -113,7 +114,9 @@ class ServiceClient:
         <chunkforge.index.Index.expand>` (``filter`` is the service's to hold: a client cannot
         narrow what its hits open, so passing one is an error)."""
         if filter is not None:
-            raise TypeError("filter: the service holds /expand to its own filters; search with the filter instead")
+            raise ArgumentTypeError(
+                ": the service holds /expand to its own filters; search with the filter instead", param="filter"
+            )
         body = {"hits": [_hit_body(h) for h in hits], **_options_body(ExpandOptions.of(options, **given))}
         return _served_payload(self._post("/expand", body))
 
