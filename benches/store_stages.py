@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-import chunkforge.index.store as store
+import chunkforge.index.store_query as store
 from chunkforge.encoder import Encoder
 from chunkforge.index import Index
 

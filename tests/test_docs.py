@@ -82,6 +82,7 @@ MODULES = [
     "chunkforge.bulk.builder",
     "chunkforge.bulk.ray",
     "chunkforge.index.store",
+    "chunkforge.index.store_tables",
     "chunkforge.serve.source",
     "chunkforge.eval.run",
     "chunkforge.eval.retrieval",

@@ -25,7 +25,7 @@ pytest.importorskip("lancedb")
 import chunkforge  # noqa: E402
 from chunkforge import bulk  # noqa: E402
 from chunkforge.index import Index  # noqa: E402
-from chunkforge.index import store as store_module  # noqa: E402
+from chunkforge.index import store_query as store_module  # noqa: E402
 from chunkforge.index.fusion import BM25_POOL  # noqa: E402
 from chunkforge.index.store import StoreIndex, write_store  # noqa: E402
 
@@ -331,6 +331,28 @@ def test_store_refuses_plain_chunks_and_other_settings(job, encoder, tmp_path):
         write_store(job / "vectors", tmp_path / "s", ann_index="HNSW")  # type: ignore[arg-type]
 
 
+def test_one_lancedb_writer_for_both_kinds_of_dataset(job, encoder, tmp_path):
+    """``write_lancedb`` (what ``--lancedb`` runs): a tree dataset becomes the store, plain
+    chunks the table ``chunks``; an empty dataset of plain chunks gets the job's columns."""
+    import lancedb
+
+    from chunkforge._dataset import DatasetManifest
+    from chunkforge.bulk.lance import write_lancedb
+    from chunkforge.bulk.shards import shard_schema
+    from chunkforge.bulk.spec import JobSpec
+    from chunkforge.index.store_write import _chunk_schema
+
+    assert write_lancedb(job / "vectors", tmp_path / "store") == StoreIndex(tmp_path / "store", encoder).leaf_count
+    bulk.run([write_jsonl(tmp_path / "d.jsonl", records(2))], tmp_path / "plain", encoder=encoder)
+    rows = write_lancedb(tmp_path / "plain", tmp_path / "plain.lancedb")
+    assert rows == lancedb.connect(tmp_path / "plain.lancedb").open_table("chunks").count_rows() > 0
+    manifest = DatasetManifest.read(tmp_path / "plain")
+    for dtype in ("float32", "float16"):
+        for with_text in (False, True):
+            wanted = shard_schema(manifest.model["dim"], JobSpec(dtype=dtype, with_text=with_text), {})
+            assert _chunk_schema(replace(manifest, vector_dtype=dtype, with_text=with_text)) == wanted
+
+
 def test_cli_embed_docs_index_lancedb_then_query(tmp_path, capsys, model_cache):
     from chunkforge.cli import main
 
@@ -403,7 +425,7 @@ def test_one_writer_at_a_time_per_store(job, tmp_path):
         [
             sys.executable,
             "-c",
-            "import sys, time\nfrom chunkforge.index.store import _writing\n"
+            "import sys, time\nfrom chunkforge.index.store_write import _writing\n"
             f"with _writing({str(store)!r}):\n    print('held', flush=True)\n    time.sleep(60)\n",
         ],
         stdout=subprocess.PIPE,

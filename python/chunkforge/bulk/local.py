@@ -225,11 +225,7 @@ def run_locked(
     except OSError as exc:  # a full disk: the file is named
         raise InputError(f"cannot write {root / MANIFEST}: {exc.strerror or exc}") from exc
     remove_unlisted(root, shards)
-    if lancedb is not None and spec.units == "tree":
-        from ..index.store import write_store
-
-        write_store(root, lancedb)
-    elif lancedb is not None:
+    if lancedb is not None:  # the store (units="tree") or the table of chunks
         from .lance import write_lancedb
 
         write_lancedb(root, lancedb)

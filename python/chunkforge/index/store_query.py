@@ -1,0 +1,559 @@
+"""The store's reader: :class:`StoreIndex` (``Index.open(uri)``) serves ``search`` / ``expand``
+/ ``query`` over a store of :func:`~chunkforge.index.store_write.write_store` with the in-memory
+index's fusion and packing; the hit documents' trees are read into a native expander with a
+bounded cache, so a query process holds the ANN index's cache, not the corpus."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from .._checks import check_int
+from .._recommended import RECOMMENDED
+from .._search import int8_cosines, int8_rows
+from ..errors import ChunkforgeError, InputError
+from ..tokenizer import Tokenizer
+from . import expansion
+from .bm25 import BM25
+from .expansion import LeafLayout, abstains, check_floor, leaf_labels
+from .filters import TAGS_VERSION, Filter, filter_of
+from .fusion import BM25_POOL, DENSE_POOL, fuse
+from .options import ExpandOptions
+from .payload import DocumentTree, Hit, Payload
+from .store_tables import DOCS, LEAVES, PARENTS, _connect, _lancedb, last_commit, parent_key
+from .trees import SavedDoc, TreeSettings, are_spans, checked_spans, overlapping, read_docs, scratch_expander
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..encoder import Encoder
+
+CACHE_BYTES = 256 << 20
+"""Resident bytes of the documents a query process keeps read (least recently used out):
+their text, tokens and trees in the expander, counted as :data:`RESIDENT_PER_TEXT_BYTE` times
+the text."""
+RESIDENT_PER_TEXT_BYTE = 11
+"""Resident bytes a document read into the expander takes per byte of its UTF-8 text
+(measured: 3,000 documents of the shipped corpus, 30.7 MB of text, took 323 MB)."""
+INDEX_CACHE_BYTES = 512 << 20
+"""Bytes of LanceDB's index cache in a query process (IVF partitions and full-text posting
+lists read; its own default is 6 GB), kept across reloads. Measured at 10M leaves, 600 distinct
+questions: 512 MiB and 1 GiB answered at the same speed, in 1.7 and 1.9 GB processes."""
+_METADATA_CACHE_BYTES = 256 << 20  # LanceDB's file metadata cache (its default: 1 GB)
+_FTS_LIMIT = 4 * DENSE_POOL  # parents a full-text query returns (then those of the nearest leaves)
+
+
+def _run(query: Any) -> Any:
+    """Runs a coroutine of LanceDB's async API on its background event loop (reset after a
+    fork), for the store's readers: the async API skips the schema reads the sync one makes on
+    every query (measured at 119k leaves: 3.1 against 5.2 ms a full-text query)."""
+    from lancedb.background_loop import LOOP
+
+    return LOOP.run(query)  # type: ignore[no-untyped-call]
+
+
+async def _checked_out(uri: str, commit: dict[str, Any], session: Any) -> dict[str, Any]:
+    """The leaves, parents and docs tables (LanceDB's async tables) at a commit's versions,
+    their caches in ``session``."""
+    db = await _lancedb().connect_async(uri, session=session)
+    tables = {}
+    for name in (LEAVES, PARENTS, DOCS):
+        tables[name] = await db.open_table(name)
+        await tables[name].checkout(commit[name])
+    return tables
+
+
+def _cosines(rows: pa.Table, vector: np.ndarray, int8: bool = False) -> dict[tuple[str, int], tuple[int, float]]:
+    """``(doc_id, leaf) -> (passage, cosine)`` of leaf rows, the cosines computed
+    here to 6 decimals (one rule whichever search found a leaf: BLAS's last bit depends on a row's
+    place in its block, and leaves of equal text must tie exactly); ``int8``: from the rows in
+    int8, as the in-memory index rescores the leaves of its best BM25 parents."""
+    if not rows.num_rows:
+        return {}
+    column = rows.column("vector").combine_chunks()
+    vectors = column.values.to_numpy().reshape(len(column), column.type.list_size)
+    if int8:
+        cos = np.round(int8_cosines(*int8_rows(vectors), vector).astype(np.float64), 6)
+    else:
+        vectors = vectors.astype(np.float64)
+        cos = np.round(vectors @ vector.astype(np.float64) / np.maximum(np.linalg.norm(vectors, axis=1), 1e-12), 6)
+    columns = (rows.column(name).to_pylist() for name in ("doc_id", "leaf", "passage"))
+    return {(d, int(leaf)): (int(p), float(c)) for d, leaf, p, c in zip(*columns, cos)}
+
+
+class _Cached:
+    """A document read from the store into the expander: its slot, its leaves' labels and
+    spans, its metadata, its length and its resident size (bytes)."""
+
+    __slots__ = ("slot", "labels", "starts", "ends", "sections", "metadata", "length", "size")
+
+    def __init__(self, slot: int, labels: np.ndarray, doc: SavedDoc) -> None:
+        self.slot, self.labels, self.metadata = slot, labels, doc.metadata
+        self.starts, self.ends = doc.tree.nodes[doc.tree.leaves, 0], doc.tree.nodes[doc.tree.leaves, 1]
+        self.sections = doc.tree.nodes[doc.tree.leaves, 3]
+        self.length, self.size = len(doc.text), RESIDENT_PER_TEXT_BYTE * len(doc.text.encode("utf-8"))
+
+    @property
+    def layout(self) -> LeafLayout:
+        """The document's leaves (for ``spread`` and for finding a hit's leaf)."""
+        return LeafLayout(self.labels, self.starts, self.sections, self.ends)
+
+
+class StoreError(ChunkforgeError, RuntimeError):
+    """A store that cannot answer (a damaged table or index, a store removed under a reader);
+    the message names the store and the table. Not the caller's fault: the service answers 503."""
+
+
+class _Checkout:
+    """One commit of the store as a reader sees it: its tables at that commit's versions, its
+    settings, and the documents read from it so far (a native expander with a bounded cache).
+    A query runs on one checkout from start to end, so a reload (a new checkout) never changes
+    the tables or the documents under it."""
+
+    def __init__(self, commit: dict[str, Any], tables: dict[str, Any], tokenizer: Tokenizer, cache_bytes: int) -> None:
+        settings = json.loads(commit["settings"])
+        self.version = int(commit["version"])
+        self.tables = tables
+        self.settings = TreeSettings.from_dict(settings["tree"])
+        self.model: dict[str, Any] = settings["model"]
+        self.tags = settings.get("tags", 1)
+        self.level = len(self.settings.parent_tokens) + 1
+        self.cache_bytes = cache_bytes
+        self.lock = threading.Lock()  # the cache and its expander
+        self.expander = scratch_expander(tokenizer)
+        self.cache: OrderedDict[str, _Cached] = OrderedDict()
+        self.cached_bytes = 0
+        self.free: list[int] = []
+        self.next_label = 0
+
+    def load(self, doc_ids: Iterable[str], uri: str) -> dict[str, _Cached]:
+        """The cached entries of those of ``doc_ids`` the store holds (read when missing); the
+        lock is held."""
+        wanted = list(dict.fromkeys(doc_ids))
+        missing = [d for d in wanted if d not in self.cache]
+        if missing:
+            ids = ", ".join("'" + d.replace("'", "''") + "'" for d in missing)
+            rows = _run(self.tables[DOCS].query().where(f"doc_id IN ({ids})").limit(len(missing) + 1).to_arrow())
+            self._insert(read_docs(rows, f"{uri}/{DOCS}"))
+        found = {}
+        for d in wanted:
+            if d in self.cache:
+                self.cache.move_to_end(d)
+                found[d] = self.cache[d]
+        self._evict(keep=set(found))
+        return found
+
+    def _insert(self, docs: list[SavedDoc]) -> None:
+        """Puts ``docs`` into the expander (in one call: tokenized in parallel) and the cache."""
+        labels = []
+        for doc in docs:
+            n = len(doc.tree.leaves)
+            take = min(n, len(self.free))
+            labels.append(self.free[len(self.free) - take :] + list(range(self.next_label, self.next_label + n - take)))
+            del self.free[len(self.free) - take :]
+            self.next_label += n - take
+        trees = [doc.tree for doc in docs]
+        slots = self.expander.add_docs(
+            [doc.text for doc in docs],
+            [t.sentences for t in trees],
+            [t.nodes[:, :4] for t in trees],
+            [t.leaves.tolist() for t in trees],
+            labels,
+            [doc.doc_id for doc in docs],
+            [t.headings for t in trees],
+        )
+        for slot, doc_labels, doc in zip(slots, labels, docs):
+            entry = _Cached(slot, np.asarray(doc_labels, np.int64), doc)
+            self.cache[doc.doc_id] = entry
+            self.cached_bytes += entry.size
+
+    def _evict(self, keep: set[str]) -> None:
+        while self.cached_bytes > self.cache_bytes and len(self.cache) > len(keep):
+            doc_id = next(d for d in self.cache if d not in keep)
+            entry = self.cache.pop(doc_id)
+            self.expander.remove(entry.slot)
+            self.free += entry.labels.tolist()
+            self.cached_bytes -= entry.size
+
+
+class StoreIndex:
+    """``search`` / ``expand`` / ``query`` over a LanceDB store written by :func:`write_store`,
+    as :class:`~chunkforge.Index` serves them in memory (same fusion, same packing, same
+    filters). Opened at the latest commit; :meth:`reload` moves to a newer one, and a query
+    running meanwhile finishes on the commit it started on. Safe to share between threads.
+    ``cache_bytes``: the documents kept read (resident bytes); ``index_cache_bytes``: LanceDB's cache of
+    the index parts read (together, what a query process holds beyond the encoder); ``nprobes``
+    and ``refine_factor``: the ANN search's. A path that holds no store is a FileNotFoundError
+    (nothing is created there).
+
+    >>> index = StoreIndex("store.lancedb")  # doctest: +SKIP
+    >>> index.query("how do I install it?", where={"acl": "public"}).render()  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        uri: str | os.PathLike[str],
+        encoder: Encoder | None = None,
+        *,
+        cache_bytes: int = CACHE_BYTES,
+        index_cache_bytes: int = INDEX_CACHE_BYTES,
+        weights: tuple[float, float] = (1.0, 1.0),
+        nprobes: int = 32,
+        refine_factor: int = 4,
+    ) -> None:
+        self.uri = os.fspath(uri)
+        self._db = _connect(self.uri)
+        self._encoder = encoder
+        self.cache_bytes = check_int("cache_bytes", cache_bytes, 0)
+        self.index_cache_bytes = check_int("index_cache_bytes", index_cache_bytes, 0)
+        self._session = _lancedb().Session(
+            index_cache_size_bytes=self.index_cache_bytes, metadata_cache_size_bytes=_METADATA_CACHE_BYTES
+        )
+        self.weights = (float(weights[0]), float(weights[1]))
+        self.nprobes, self.refine_factor = nprobes, refine_factor
+        self._at: _Checkout | None = None
+        if not self.reload():
+            raise FileNotFoundError(f"no chunkforge store at {self.uri} (no commit)")
+
+    # -- versions ----------------------------------------------------------
+
+    def reload(self) -> bool:
+        """Moves to the store's latest commit when there is a newer one; True when it moved.
+        A query already running finishes on the commit it started on."""
+        commit = last_commit(self._db)
+        if commit is None or (self._at is not None and commit["version"] == self._at.version):
+            return False
+        tables = _run(_checked_out(self.uri, commit, self._session))
+        tokenizer = self._encoder.tokenizer if self._encoder is not None else Tokenizer.default()
+        self._at = _Checkout(commit, tables, tokenizer, self.cache_bytes)
+        return True
+
+    @property
+    def _now(self) -> _Checkout:
+        assert self._at is not None  # set by __init__
+        return self._at
+
+    @property
+    def version(self) -> int:
+        """The commit this index answers from."""
+        return self._now.version
+
+    @property
+    def settings(self) -> TreeSettings:
+        """How the store's documents were cut."""
+        return self._now.settings
+
+    @property
+    def model(self) -> dict[str, Any]:
+        """The store's model (``name``, ``dim``, ``variant``)."""
+        return self._now.model
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        return self._encoder.tokenizer if self._encoder is not None else Tokenizer.default()
+
+    @property
+    def encoder(self) -> Encoder:
+        """The encoder of the questions (the store's model, when it is the default one)."""
+        if self._encoder is None:
+            from ..encoder import Encoder
+
+            if self.model["name"] != "default":
+                raise ValueError(f"the store was embedded with {self.model['name']!r}: pass that Encoder")
+            self._encoder = Encoder.default(self.model.get("variant") or "optimized")
+        return self._encoder
+
+    def __len__(self) -> int:
+        return int(self._read(self._now.tables[DOCS].count_rows(), DOCS))
+
+    @property
+    def leaf_count(self) -> int:
+        """Number of leaves."""
+        return int(self._read(self._now.tables[LEAVES].count_rows(), LEAVES))
+
+    def _read(self, query: Any, table: str) -> Any:
+        """Runs a query of ``table``; a store that cannot answer is a :class:`StoreError`."""
+        try:
+            return _run(query)
+        except (OSError, RuntimeError) as exc:
+            raise StoreError(f"the store {self.uri} cannot be read ({table} table: {exc}); write it again") from exc
+
+    # -- documents, read on demand ------------------------------------------
+
+    def _entries(self, at: _Checkout, doc_ids: Iterable[str]) -> dict[str, _Cached]:
+        """The cached entries of those of ``doc_ids`` the store holds; the lock is held."""
+        try:
+            return at.load(doc_ids, self.uri)
+        except (OSError, RuntimeError) as exc:
+            raise StoreError(f"the store {self.uri} cannot be read ({DOCS} table: {exc}); write it again") from exc
+
+    def document(self, doc_id: str) -> str:
+        """The text of a document."""
+        row = self._doc_rows([doc_id], ["text"])
+        return str(row[0]["text"])
+
+    def metadata(self, doc_id: str) -> dict[str, Any]:
+        """A document's metadata."""
+        return dict(json.loads(self._doc_rows([doc_id], ["metadata"])[0]["metadata"]))
+
+    def tree(self, doc_id: str) -> DocumentTree:
+        """A document's tree as stored."""
+        at = self._now
+        with at.lock:
+            entry = self._entries(at, [doc_id]).get(doc_id)
+            if entry is None:
+                raise KeyError(f"no document {doc_id!r} in the store")
+            return DocumentTree(*at.expander.tree(entry.slot))
+
+    def _doc_rows(self, doc_ids: Sequence[str], columns: list[str]) -> list[dict[str, Any]]:
+        ids = ", ".join("'" + d.replace("'", "''") + "'" for d in doc_ids)
+        query = self._now.tables[DOCS].query().where(f"doc_id IN ({ids})").select(columns).limit(len(doc_ids) + 1)
+        rows: list[dict[str, Any]] = self._read(query.to_arrow(), DOCS).to_pylist()
+        if len(rows) < len(doc_ids):
+            raise KeyError(f"no document {doc_ids[0]!r} in the store")
+        return rows
+
+    # -- search ------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        k: int = 12,
+        *,
+        doc_id: str | Collection[str] | None = None,
+        source: str | Collection[str] | None = None,
+        heading_prefix: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        hybrid: bool | None = None,
+        filter: Filter | None = None,
+    ) -> list[Hit]:
+        """The ``k`` best leaves for ``query``, best first (see :meth:`chunkforge.Index.search`): the
+        nearest leaves (the ANN index) and the leaves of the best parents by BM25 (the full-text
+        index), fused as the in-memory index fuses them; ``where``, ``doc_id``, ``source`` and
+        ``filter`` narrow it as in memory (pushed down to LanceDB's filters).
+
+        >>> [h.doc_id for h in index.search("install", k=3, where={"acl": "public"})]  # doctest: +SKIP
+        """
+        return self._search(self._now, query, k, filter_of(filter, doc_id, source, where, heading_prefix), hybrid)
+
+    def _search(
+        self, at: _Checkout, query: str, k: int, passes: Filter, hybrid: bool | None, best: list[float] | None = None
+    ) -> list[Hit]:
+        """The hits; ``best`` gets the best cosine of the question with a hit leaf."""
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a str, not {type(query).__name__}")
+        k = check_int("k", k, 1)
+        if passes.heading_prefix is not None:
+            raise ValueError("heading_prefix is not supported by the store; filter by metadata (where=)")
+        if passes.where is not None and at.tags != TAGS_VERSION:
+            raise InputError(
+                f"the store {self.uri} was written by an earlier chunkforge, whose tags filter otherwise: "
+                "write a new store from the dataset to filter it by metadata"
+            )
+        if passes.nothing:
+            return []
+        predicate = passes.sql()
+        hybrid = True if hybrid is None else hybrid
+        vector = self.encoder.embed_query(query)
+        if not hybrid:
+            dense = self._read(self._nearest(at.tables[LEAVES], vector, k, predicate), LEAVES)
+            ranked = sorted(dense.items(), key=lambda item: (-item[1][1], item[0]))[:k]
+            if best is not None and ranked:
+                best.append(ranked[0][1][1])
+            return self._hits(at, [(key, cos) for key, (_, cos) in ranked])
+        dense, bm25 = self._read(self._ranked(at.tables, query, vector, max(k, DENSE_POOL), predicate), PARENTS)
+        if not dense:
+            return []
+        keys = list(dense)
+        cos = np.array([dense[key][1] for key in keys], np.float64)
+        lexical = np.array([bm25.get((key[0], dense[key][0]), 0.0) for key in keys], np.float64)
+        tie = np.empty(len(keys), np.int64)  # equal scores (leaves of equal text) by (doc_id, leaf)
+        tie[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
+        order, fused = fuse(cos, lexical, self.weights, tie)
+        if best is not None and len(order):
+            best.append(float(cos[order[:k]].max()))
+        return self._hits(at, [(keys[i], float(fused[i])) for i in order[:k].tolist()])
+
+    async def _ranked(
+        self, tables: dict[str, Any], query: str, vector: np.ndarray, k: int, predicate: str | None
+    ) -> tuple[dict[tuple[str, int], tuple[int, float]], dict[tuple[str, int], float]]:
+        """The ``k`` nearest leaves and the leaves of the best parents by BM25 (``(doc_id, leaf)
+        -> (passage, cosine)``), and the parents' BM25 scores. The nearest leaves run at once
+        with the full-text query and the leaves of its best parents: a second query scores only
+        parents outside the first one's ``_FTS_LIMIT`` best, so the ``BM25_POOL`` best are
+        known after the first."""
+
+        async def lexical() -> tuple[dict[tuple[str, int], float], dict[tuple[str, int], tuple[int, float]]]:
+            bm25 = await self._bm25(tables[PARENTS], query, predicate)
+            best = [parent for parent, _ in sorted(bm25.items(), key=lambda item: -item[1])[:BM25_POOL]]
+            return bm25, await self._leaves_of(tables[LEAVES], best, vector, predicate)
+
+        dense, (bm25, lexical_leaves) = await asyncio.gather(
+            self._nearest(tables[LEAVES], vector, k, predicate), lexical()
+        )
+        if len(bm25) == _FTS_LIMIT:  # more parents match: score the nearest leaves' parents too
+            missing = {(d, passage) for (d, _), (passage, _) in dense.items()} - bm25.keys()
+            bm25.update(await self._bm25(tables[PARENTS], query, predicate, among=missing))
+        for key, cos in lexical_leaves.items():
+            dense.setdefault(key, cos)  # a leaf both searches found keeps its nearest-search cosine
+        return dense, bm25
+
+    async def _nearest(
+        self, leaves: Any, vector: np.ndarray, k: int, predicate: str | None
+    ) -> dict[tuple[str, int], tuple[int, float]]:
+        """``(doc_id, leaf) -> (passage, cosine)`` of the ``k`` nearest leaves."""
+        search = leaves.vector_search(vector.astype(np.float32)).distance_type("cosine").limit(k)
+        search = search.nprobes(self.nprobes).refine_factor(self.refine_factor)
+        if predicate:
+            search = search.where(predicate)  # before the search (LanceDB's default)
+        rows = await search.select(["doc_id", "leaf", "passage", "vector", "_distance"]).to_arrow()
+        return _cosines(rows, vector)
+
+    async def _bm25(
+        self, parents: Any, query: str, predicate: str | None, among: set[tuple[str, int]] | None = None
+    ) -> dict[tuple[str, int], float]:
+        """``(doc_id, passage) -> BM25 score`` of the ``_FTS_LIMIT`` best parents, or of those
+        ``among`` that match (LanceDB's full-text index: the in-memory BM25's scores)."""
+        terms = " ".join(dict.fromkeys(BM25.words(query)))
+        if not terms or among == set():
+            return {}
+        search = parents.query().nearest_to_text(terms).limit(_FTS_LIMIT if among is None else len(among))
+        clauses = [predicate] if predicate else []
+        if among:
+            clauses.append("parent IN (" + ", ".join(str(parent_key(d, p)) for d, p in sorted(among)) + ")")
+        if clauses:
+            search = search.where(" AND ".join(clauses))  # before the search (LanceDB's default)
+        rows = (await search.select(["doc_id", "passage", "_score"]).to_arrow()).to_pydict()
+        return {(d, int(p)): float(s) for d, p, s in zip(rows["doc_id"], rows["passage"], rows["_score"])}
+
+    async def _leaves_of(
+        self,
+        leaves: Any,
+        parents: list[tuple[str, int]],
+        vector: np.ndarray,
+        predicate: str | None,
+    ) -> dict[tuple[str, int], tuple[int, float]]:
+        """The leaves of ``parents``, with their cosines (from int8, as in memory)."""
+        if not parents:
+            return {}
+        keys = ", ".join(str(parent_key(d, p)) for d, p in parents)
+        where = f"parent IN ({keys})" + (f" AND {predicate}" if predicate else "")
+        query = leaves.query().where(where).select(["doc_id", "leaf", "passage", "vector"]).limit(1 << 20)
+        return _cosines(await query.to_arrow(), vector, int8=True)
+
+    def _hits(self, at: _Checkout, scored: list[tuple[tuple[str, int], float]]) -> list[Hit]:
+        """Hits of ``((doc_id, leaf), score)``, their documents read into the cache."""
+        if not scored:
+            return []
+        with at.lock:
+            cached = self._entries(at, (key[0] for key, _ in scored))
+            if len(cached) < len({key[0] for key, _ in scored}):
+                raise StoreError(
+                    f"the store {self.uri}: a leaf's document is missing from its {DOCS} table; write it again"
+                )
+            labels = [int(cached[d].labels[leaf]) for (d, leaf), _ in scored]
+            return at.expander.hits(labels, [s for _, s in scored], at.level)
+
+    def hits_for(self, spans: Iterable[tuple[str, int, int, float]], *, filter: Filter | None = None) -> list[Hit]:
+        """Hits of the leaves that spans found elsewhere overlap (see :meth:`chunkforge.Index.hits_for`)."""
+        return self._hits_for(self._now, spans, filter or Filter())
+
+    def _hits_for(self, at: _Checkout, spans: Iterable[tuple[str, int, int, float]], passes: Filter) -> list[Hit]:
+        best: dict[tuple[str, int], float] = {}
+        with at.lock:
+            for i, (doc_id, start, end, score) in enumerate(checked_spans(spans)):
+                entry = self._entries(at, [doc_id]).get(doc_id)
+                if entry is None or not passes.admits(doc_id, entry.metadata):
+                    raise KeyError(f"spans[{i}]: no document {doc_id!r} in the store")
+                if end > entry.length:
+                    raise ValueError(f"spans[{i}]: {start}-{end} is not a span of {doc_id!r} (0-{entry.length})")
+                for leaf in overlapping(entry.starts, entry.ends, start, end):
+                    best[(doc_id, leaf)] = max(best.get((doc_id, leaf), float("-inf")), score)
+        return self._hits(at, sorted(best.items(), key=lambda item: (-item[1], item[0])))
+
+    # -- expansion ---------------------------------------------------------
+
+    def expand(
+        self,
+        hits: Iterable[Hit] | Sequence[tuple[str, int, int, float]],
+        options: ExpandOptions | None = None,
+        /,
+        *,
+        filter: Filter | None = None,
+        **given: Any,
+    ) -> Payload:
+        """Hits -> passages, as :meth:`chunkforge.Index.expand`: hits of this store (made by any
+        of its commits: a leaf is found by its document and span) or spans ``(doc_id, start,
+        end, score)`` found elsewhere, of documents ``filter`` passes. The payload's metadata
+        is each passage's document's."""
+        chosen = ExpandOptions.of(options, **given)
+        at, passes, sent = self._now, filter or Filter(), list(hits)
+        if are_spans(sent):
+            spans = cast("Sequence[tuple[str, int, int, float]]", sent)
+            return self._expand(at, self._hits_for(at, spans, passes), chosen)
+        with at.lock:
+            cached = self._entries(at, (h.doc_id for h in sent if isinstance(h, Hit) and isinstance(h.doc_id, str)))
+
+            def layout_of(doc_id: str) -> LeafLayout | None:
+                entry = cached.get(doc_id)
+                return None if entry is None or not passes.admits(doc_id, entry.metadata) else entry.layout
+
+            labels, scores = leaf_labels(cast("list[Hit]", sent), layout_of, "this store")
+            found = at.expander.hits(labels, scores, at.level)
+            return self._expand_held(at, found, cached, chosen)
+
+    def _expand(self, at: _Checkout, hits: list[Hit], options: ExpandOptions) -> Payload:
+        """The payload of hits made on ``at``."""
+        with at.lock:
+            return self._expand_held(at, hits, self._entries(at, (h.doc_id for h in hits)), options)
+
+    def _expand_held(
+        self, at: _Checkout, hits: list[Hit], cached: dict[str, _Cached], options: ExpandOptions
+    ) -> Payload:
+        """:meth:`_expand` with the lock held and the hits' documents read."""
+        return expansion.expand(
+            at.expander,
+            hits,
+            lambda ps: {p.doc_id: cached[p.doc_id].metadata for p in ps},
+            at.level,
+            options,
+        )
+
+    def query(
+        self,
+        question: str,
+        k: int = RECOMMENDED["k"],
+        *,
+        doc_id: str | Collection[str] | None = None,
+        source: str | Collection[str] | None = None,
+        heading_prefix: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        hybrid: bool | None = None,
+        filter: Filter | None = None,
+        options: ExpandOptions | None = None,
+        floor: float | None = RECOMMENDED["floor"],
+        **given: Any,
+    ) -> Payload:
+        """:meth:`search` then :meth:`expand` on one commit, ``budget_tokens`` 1,000 unless given
+        (the recommended policy, as :meth:`chunkforge.Index.query`); under ``floor`` (the best
+        cosine of the question with a hit leaf) an empty payload that says so
+        (``abstained``), as :meth:`chunkforge.Index.query`."""
+        checked = check_floor(floor)
+        chosen = ExpandOptions.recommended(options, **given)
+        at = self._now
+        best: list[float] = []
+        passes = filter_of(filter, doc_id, source, where, heading_prefix)
+        hits = self._search(at, question, k, passes, hybrid, best)
+        if checked is not None and abstains(max(best, default=None), checked):
+            return Payload([], hits, {}, abstained=True)
+        return self._expand(at, hits, chosen)
+
+    def __repr__(self) -> str:
+        return f"StoreIndex({self.uri!r}, version {self.version}, {self.leaf_count} leaves)"
