@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from chunkforge._io import Doc
+from chunkforge._io import Doc, file_sha256
 from chunkforge.index.trees import TreeSettings, cut, scratch_expander
 from chunkforge.tokenizer import Tokenizer
 
@@ -90,7 +90,9 @@ def dataset(root: Path, leaves: int) -> int:
             shards.append(
                 {
                     "file": f"shards/{key}.parquet",
+                    "file_sha256": file_sha256(root / "shards" / f"{key}.parquet"),
                     "trees": f"shards/{key}.trees.parquet",
+                    "trees_sha256": file_sha256(root / "shards" / f"{key}.trees.parquet"),
                     "docs": len(docs),
                     "rows": n,
                     "tokens": 0,
@@ -104,8 +106,12 @@ def dataset(root: Path, leaves: int) -> int:
         "units": "tree",
         "chunker": {"units": "tree", **settings.as_dict(), "tokenizer": "the model's"},
         "model": {"name": "default", "variant": "optimized", "dim": DIM, "fingerprint": "stand-in"},
-        "shards": shards,
+        "vector_dtype": "float32",
+        "with_text": False,
+        "docs": sum(s["docs"] for s in shards),
         "rows": total,
+        "tokens": 0,
+        "shards": shards,
     }
     (root / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     return total

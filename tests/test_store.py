@@ -353,6 +353,23 @@ def test_one_lancedb_writer_for_both_kinds_of_dataset(job, encoder, tmp_path):
             assert _chunk_schema(replace(manifest, vector_dtype=dtype, with_text=with_text)) == wanted
 
 
+def test_a_new_question_reads_its_documents_without_tokenizing_them(job, encoder):
+    """The store keeps each document's words (``docs.words``): reading a document into the
+    expander tokenizes nothing, and answers as the in-memory index."""
+    import lancedb
+
+    if not hasattr(encoder.tokenizer, "words"):
+        pytest.skip("the extension cannot take saved words yet")
+    docs = lancedb.connect(job / "store.lancedb").open_table("docs").to_arrow()
+    assert docs.column("words").null_count == 0
+    index = StoreIndex(job / "store.lancedb", encoder)
+    before = encoder.tokenizer._native.tokenized
+    payload = index.query("how do I install the package?")
+    assert payload.passages and encoder.tokenizer._native.tokenized == before
+    memory = Index.from_dataset(job / "vectors", encoder)
+    assert spans(payload) == spans(memory.query("how do I install the package?"))
+
+
 def test_cli_embed_docs_index_lancedb_then_query(tmp_path, capsys, model_cache):
     from chunkforge.cli import main
 

@@ -10,7 +10,7 @@ import json
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -23,17 +23,19 @@ from ..tokenizer import Tokenizer
 from . import expansion
 from .bm25 import BM25
 from .expansion import LeafLayout, abstains, check_floor, leaf_labels
-from .filters import TAGS_VERSION, Filter, filter_of
+from .filters import TAGS_VERSION, Filter
 from .fusion import BM25_POOL, DENSE_POOL, fuse
-from .options import ExpandOptions
+from .options import ExpandOptions, search_filter, spells_search_keywords, split_keywords
 from .payload import DocumentTree, Hit, Payload
 from .store_tables import DOCS, LEAVES, PARENTS, _connect, _lancedb, last_commit, parent_key
 from .trees import SavedDoc, TreeSettings, are_spans, checked_spans, overlapping, read_docs, scratch_expander
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from typing_extensions import Unpack
 
     from ..encoder import Encoder
+    from .options import SearchKeywords
 
 CACHE_BYTES = 256 << 20
 """Resident bytes of the documents a query process keeps read (least recently used out):
@@ -86,6 +88,17 @@ def _cosines(rows: pa.Table, vector: np.ndarray, int8: bool = False) -> dict[tup
         cos = np.round(vectors @ vector.astype(np.float64) / np.maximum(np.linalg.norm(vectors, axis=1), 1e-12), 6)
     columns = (rows.column(name).to_pylist() for name in ("doc_id", "leaf", "passage"))
     return {(d, int(leaf)): (int(p), float(c)) for d, leaf, p, c in zip(*columns, cos)}
+
+
+def saved_words(rows: pa.Table) -> list[np.ndarray | None] | None:
+    """Each document's words as the store kept them (``(n, 4)`` int64 rows, None where it kept
+    none), or None for a store that keeps no words."""
+    if "words" not in rows.column_names:
+        return None
+    return [
+        None if b is None else np.frombuffer(b, "<i4").reshape(-1, 4).astype(np.int64)
+        for b in rows.column("words").to_pylist()
+    ]
 
 
 class _Cached:
@@ -141,7 +154,7 @@ class _Checkout:
         if missing:
             ids = ", ".join("'" + d.replace("'", "''") + "'" for d in missing)
             rows = _run(self.tables[DOCS].query().where(f"doc_id IN ({ids})").limit(len(missing) + 1).to_arrow())
-            self._insert(read_docs(rows, f"{uri}/{DOCS}"))
+            self._insert(read_docs(rows, f"{uri}/{DOCS}"), saved_words(rows))
         found = {}
         for d in wanted:
             if d in self.cache:
@@ -150,8 +163,9 @@ class _Checkout:
         self._evict(keep=set(found))
         return found
 
-    def _insert(self, docs: list[SavedDoc]) -> None:
-        """Puts ``docs`` into the expander (in one call: tokenized in parallel) and the cache."""
+    def _insert(self, docs: list[SavedDoc], words: list[np.ndarray | None] | None = None) -> None:
+        """Puts ``docs`` into the expander (in one call) and the cache: a document whose
+        ``words`` the store kept is not tokenized again, the others are (in parallel)."""
         labels = []
         for doc in docs:
             n = len(doc.tree.leaves)
@@ -168,6 +182,7 @@ class _Checkout:
             labels,
             [doc.doc_id for doc in docs],
             [t.headings for t in trees],
+            **({"words": words} if words is not None and any(w is not None for w in words) else {}),
         )
         for slot, doc_labels, doc in zip(slots, labels, docs):
             entry = _Cached(slot, np.asarray(doc_labels, np.int64), doc)
@@ -322,18 +337,8 @@ class StoreIndex:
 
     # -- search ------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        k: int = 12,
-        *,
-        doc_id: str | Collection[str] | None = None,
-        source: str | Collection[str] | None = None,
-        heading_prefix: Sequence[str] | None = None,
-        where: Mapping[str, Any] | None = None,
-        hybrid: bool | None = None,
-        filter: Filter | None = None,
-    ) -> list[Hit]:
+    @spells_search_keywords
+    def search(self, query: str, k: int = 12, **keywords: Unpack[SearchKeywords]) -> list[Hit]:
         """The ``k`` best leaves for ``query``, best first (see :meth:`chunkforge.Index.search`): the
         nearest leaves (the ANN index) and the leaves of the best parents by BM25 (the full-text
         index), fused as the in-memory index fuses them; ``where``, ``doc_id``, ``source`` and
@@ -341,7 +346,8 @@ class StoreIndex:
 
         >>> [h.doc_id for h in index.search("install", k=3, where={"acl": "public"})]  # doctest: +SKIP
         """
-        return self._search(self._now, query, k, filter_of(filter, doc_id, source, where, heading_prefix), hybrid)
+        passes, hybrid = search_filter(keywords)
+        return self._search(self._now, query, k, passes, hybrid)
 
     def _search(
         self, at: _Checkout, query: str, k: int, passes: Filter, hybrid: bool | None, best: list[float] | None = None
@@ -526,17 +532,12 @@ class StoreIndex:
             options,
         )
 
+    @spells_search_keywords
     def query(
         self,
         question: str,
         k: int = RECOMMENDED["k"],
         *,
-        doc_id: str | Collection[str] | None = None,
-        source: str | Collection[str] | None = None,
-        heading_prefix: Sequence[str] | None = None,
-        where: Mapping[str, Any] | None = None,
-        hybrid: bool | None = None,
-        filter: Filter | None = None,
         options: ExpandOptions | None = None,
         floor: float | None = RECOMMENDED["floor"],
         **given: Any,
@@ -546,10 +547,11 @@ class StoreIndex:
         cosine of the question with a hit leaf) an empty payload that says so
         (``abstained``), as :meth:`chunkforge.Index.query`."""
         checked = check_floor(floor)
+        keywords, given = split_keywords(given)
         chosen = ExpandOptions.recommended(options, **given)
         at = self._now
         best: list[float] = []
-        passes = filter_of(filter, doc_id, source, where, heading_prefix)
+        passes, hybrid = search_filter(keywords)
         hits = self._search(at, question, k, passes, hybrid, best)
         if checked is not None and abstains(max(best, default=None), checked):
             return Payload([], hits, {}, abstained=True)

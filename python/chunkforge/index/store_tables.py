@@ -72,6 +72,7 @@ def schemas(dim: int) -> dict[str, pa.Schema]:
                 ("nodes", pa.list_(pa.int64())),
                 ("leaves", pa.list_(pa.int64())),
                 ("sentences", pa.list_(pa.int64())),
+                ("words", pa.binary()),
             ]
         ),
         COMMITS: pa.schema(

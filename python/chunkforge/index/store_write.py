@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._dataset import DatasetManifest, ShardEntry
 from ..errors import InputError
+from ..tokenizer import Tokenizer
 from .bm25 import BM25
 from .filters import TAGS_VERSION, tags_of
 from .prefix import passage_texts, title_of
@@ -51,10 +52,11 @@ _ADD_ROWS = 262144  # leaves (and their parents and documents) added per commit
 
 
 def _shard_rows(
-    root: Path, entry: ShardEntry, schemas: dict[str, pa.Schema], settings: TreeSettings
+    root: Path, entry: ShardEntry, schemas: dict[str, pa.Schema], settings: TreeSettings, tokenizer: Tokenizer | None
 ) -> dict[str, pa.Table]:
     """The rows one shard of a tree dataset (cut with ``settings``) puts in each table (its
-    files' checksums checked first)."""
+    files' checksums checked first); with ``tokenizer``, each document's words (see
+    :func:`words_column`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -107,9 +109,23 @@ def _shard_rows(
         .select(schemas[PARENTS].names)
         .cast(schemas[PARENTS]),
         DOCS: trees.append_column("shard", pa.array([key] * trees.num_rows, pa.string()))
+        .append_column("words", words_column([d.text for d in docs], tokenizer))
         .select(schemas[DOCS].names)
         .cast(schemas[DOCS]),
     }
+
+
+def words_column(texts: list[str], tokenizer: Tokenizer | None) -> pa.Array:
+    """Each text's words as ``tokenizer`` counts them, rows ``(start, end, tokens, added)``
+    (byte offsets) as little-endian int32 bytes: what the native expander takes to add the
+    text without tokenizing it again. Null for a text the tokenizer does not count word by word,
+    and for every text without a tokenizer or where the extension cannot take words."""
+    import pyarrow as pa
+
+    words = getattr(tokenizer, "words", None)
+    if words is None:
+        return pa.nulls(len(texts), pa.binary())
+    return pa.array([None if w is None else w.astype("<i4").tobytes() for w in words(texts)], pa.binary())
 
 
 @contextlib.contextmanager
@@ -140,12 +156,15 @@ def write_store(
     ann_min_rows: int = ANN_MIN_ROWS,
     ann_partitions: int | None = None,
     ann_index: AnnIndex = "IVF_PQ",
+    tokenizer: Tokenizer | None = None,
 ) -> int:
     """Brings the store at ``uri`` up to date with the tree dataset ``dataset`` (``embed-docs
     --index``); returns the new commit's version. Only the shards that changed are deleted or
     added; a store already up to date gets no new commit. From ``ann_min_rows`` leaves the
     vectors get an ANN index of the type ``ann_index`` (``"IVF_PQ"``, smaller; ``"IVF_HNSW_SQ"``)
     with ``ann_partitions`` IVF partitions (default: one per :data:`ANN_PARTITION_ROWS` leaves).
+    ``tokenizer``: the dataset's, whose words of each document the store keeps so that a reader
+    need not tokenize it again (default: the default model's, for a dataset of that model).
 
     >>> write_store("vectors", "store.lancedb")  # doctest: +SKIP
     1
@@ -153,7 +172,7 @@ def write_store(
     if ann_index not in ANN_INDEXES:
         raise ValueError(f"ann_index must be one of {', '.join(ANN_INDEXES)}, not {ann_index!r}")
     with _writing(os.fspath(uri)):
-        return _write_store(dataset, uri, ann_min_rows, ann_partitions, ann_index)
+        return _write_store(dataset, uri, ann_min_rows, ann_partitions, ann_index, tokenizer)
 
 
 def _write_store(
@@ -162,6 +181,7 @@ def _write_store(
     ann_min_rows: int,
     ann_partitions: int | None,
     ann_index: AnnIndex,
+    tokenizer: Tokenizer | None,
 ) -> int:
     """:func:`write_store` with the store held."""
     lancedb = _lancedb()
@@ -180,6 +200,9 @@ def _write_store(
     commit = last_commit(db)
     if commit is not None and commit["settings"] != settings:
         raise InputError(f"the store {uri} was written with other settings or another model; give a new store")
+    import pyarrow as pa
+
+    words_of = tokenizer or (Tokenizer.default() if manifest.model.get("name") == "default" else None)
     tables = {}
     for name in (LEAVES, PARENTS, DOCS):
         if name in table_names(db):
@@ -192,9 +215,10 @@ def _write_store(
         else:
             table = db.create_table(name, schema=columns[name])
         tables[name] = table
+    if "words" not in tables[DOCS].schema.names:  # a store written before documents kept their words
+        columns[DOCS] = pa.schema([f for f in columns[DOCS] if f.name != "words"])
     before = set(json.loads(commit["shards"])) if commit is not None else set()
     entries = {Path(e.file).name.split(".")[0]: e for e in manifest.shards}
-    import pyarrow as pa
 
     gone = sorted(before - set(entries))
     new = [key for key in entries if key not in before]
@@ -206,7 +230,7 @@ def _write_store(
             table.delete(f"shard IN ({keys})")
     block: dict[str, list[pa.Table]] = {name: [] for name in tables}
     for at, key in enumerate(new):
-        for name, rows in _shard_rows(root, entries[key], columns, tree_settings).items():
+        for name, rows in _shard_rows(root, entries[key], columns, tree_settings, words_of).items():
             block[name].append(rows)
         if sum(t.num_rows for t in block[LEAVES]) >= _ADD_ROWS or at == len(new) - 1:
             for name, table in tables.items():  # one commit per table and block
