@@ -83,6 +83,8 @@ MODULES = [
     "chunkforge.bulk.ray",
     "chunkforge.index.store",
     "chunkforge.index.store_tables",
+    "chunkforge.index.store_write",
+    "chunkforge.index.store_query",
     "chunkforge.serve.source",
     "chunkforge.eval.run",
     "chunkforge.eval.retrieval",

@@ -95,10 +95,22 @@ def saved_words(rows: pa.Table) -> list[np.ndarray | None] | None:
     none), or None for a store that keeps no words."""
     if "words" not in rows.column_names:
         return None
-    return [
-        None if b is None else np.frombuffer(b, "<i4").reshape(-1, 4).astype(np.int64)
-        for b in rows.column("words").to_pylist()
-    ]
+    return [None if b is None else unpack_words(b) for b in rows.column("words").to_pylist()]
+
+
+def unpack_words(packed: bytes) -> np.ndarray:
+    """The rows ``(start, end, tokens, added)`` of words packed by
+    :func:`~chunkforge.index.store_write.pack_words`.
+
+    >>> unpack_words(np.array([0, 5, 2, 1, 3, 4, 0, 5, 3], "<u2").tobytes()).tolist()
+    [[0, 5, 1, 0], [6, 9, 2, 0], [9, 14, 1, 1]]
+    """
+    triples = np.frombuffer(packed, "<u2").reshape(-1, 3).astype(np.int64)
+    ends = np.cumsum(triples[:, 0] + triples[:, 1])
+    rows = np.empty((len(triples), 4), np.int64)
+    rows[:, 0], rows[:, 1] = ends - triples[:, 1], ends
+    rows[:, 2], rows[:, 3] = triples[:, 2] >> 1, triples[:, 2] & 1
+    return rows
 
 
 class _Cached:
