@@ -10,6 +10,7 @@ store's own calls.
 
     python benches/store_growth.py --leaves 100000 --workdir DIR
     python benches/store_stages.py DIR 100000
+    python benches/store_stages.py --lance DIR 1000000   # LanceDB's searches alone, nprobes / refine_factor
 """
 
 from __future__ import annotations
@@ -107,5 +108,84 @@ def main() -> None:
         print(json.dumps({"index": name, **{k: round(v, 2) for k, v in row.items()}}), flush=True)
 
 
+def lance_side(workdir: Path, leaves: int, settings: list[tuple[int, int]], distinct: int) -> None:
+    """LanceDB's side alone, on the store ``s<leaves>``: each search of a query timed on its own
+    (the nearest leaves at each ``(nprobes, refine_factor)``, each setting on new questions, the full text, the best parents'
+    leaves, the hit documents), cold (``distinct`` new questions) then warm (the same again),
+    and the nearest search's recall of the exact ``DENSE_POOL`` nearest (numpy over every
+    stored vector)."""
+    from chunkforge.index.fusion import BM25_POOL, DENSE_POOL
+
+    encoder = Encoder.default("optimized")
+    index = Index.open(workdir / f"s{leaves}", encoder)
+    at = index._now  # type: ignore[attr-defined]
+    tables = at.tables
+    questions = distinct_questions(distinct * (len(settings) + 1))  # new ones for each setting
+    vectors = [encoder.embed_query(q) for q in questions]
+    table = store._run(tables["leaves"].query().select(["doc_id", "leaf", "vector"]).to_arrow())
+    column = table.column("vector").combine_chunks()
+    stored = column.values.to_numpy().reshape(len(column), column.type.list_size)
+    keys = list(zip(table.column("doc_id").to_pylist(), table.column("leaf").to_pylist()))
+    exact = []
+    for v in vectors:
+        cos = stored @ v / np.linalg.norm(stored, axis=1)
+        exact.append({keys[i] for i in np.argpartition(-cos, DENSE_POOL)[:DENSE_POOL]})
+    del stored, table
+
+    def timed(run: Callable[[Any], Any], items: list[Any]) -> tuple[float, list[Any]]:
+        times, out = [], []
+        for item in items:
+            start = time.perf_counter()
+            out.append(run(item))
+            times.append(time.perf_counter() - start)
+        return 1000 * float(np.median(times)), out
+
+    for n, (nprobes, refine) in enumerate(settings):
+        own = slice(n * distinct, (n + 1) * distinct)
+        index.nprobes, index.refine_factor = nprobes, refine  # type: ignore[attr-defined]
+
+        def nearest(v: Any) -> Any:
+            return store._run(index._nearest(tables["leaves"], v, DENSE_POOL, None))  # type: ignore[attr-defined]
+
+        cold, found = timed(nearest, vectors[own])
+        warm, _ = timed(nearest, vectors[own])
+        recall = float(np.mean([len(set(f) & e) / DENSE_POOL for f, e in zip(found, exact[own])]))
+        row = {"search": "nearest", "nprobes": nprobes, "refine": refine, "cold p50": cold, "warm p50": warm}
+        print(json.dumps({**row, "recall": round(recall, 4)}), flush=True)
+
+    def fts(q: str) -> Any:
+        return store._run(index._bm25(tables["parents"], q, None))  # type: ignore[attr-defined]
+
+    questions, vectors = questions[-distinct:], vectors[-distinct:]
+    cold, scores = timed(fts, questions)
+    warm, _ = timed(fts, questions)
+    print(json.dumps({"search": "full text", "cold p50": cold, "warm p50": warm}), flush=True)
+    best = [[p for p, _ in sorted(s.items(), key=lambda item: -item[1])[:BM25_POOL]] for s in scores]
+
+    def leaves_of(i: int) -> Any:
+        return store._run(index._leaves_of(tables["leaves"], best[i], vectors[i], None))  # type: ignore[attr-defined]
+
+    cold, _ = timed(leaves_of, list(range(len(questions))))
+    warm, _ = timed(leaves_of, list(range(len(questions))))
+    print(json.dumps({"search": "best parents' leaves", "cold p50": cold, "warm p50": warm}), flush=True)
+
+
+def lance_main() -> None:
+    parser = argparse.ArgumentParser(description=lance_side.__doc__)
+    parser.add_argument("workdir", type=Path)
+    parser.add_argument("leaves", type=int)
+    parser.add_argument("--distinct", type=int, default=100)
+    parser.add_argument("--settings", nargs="+", default=["32:4", "8:1", "16:1", "16:4", "32:1", "64:1", "64:4"])
+    args = parser.parse_args()
+    settings = [(int(s.split(":")[0]), int(s.split(":")[1])) for s in args.settings]
+    lance_side(args.workdir, args.leaves, settings, args.distinct)
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if "--lance" in sys.argv:
+        sys.argv.remove("--lance")
+        lance_main()
+    else:
+        main()
