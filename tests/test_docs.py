@@ -99,6 +99,11 @@ MODULES = [
     "chunkforge.bulk.lance",
     "chunkforge.integrations.haystack",
     "chunkforge.integrations.llamaindex",
+    "chunkforge.serve",
+    "chunkforge.serve.app",
+    "chunkforge.serve.client",
+    "chunkforge.serve.protocol",
+    "chunkforge.cli.query",
 ]
 
 
@@ -120,9 +125,21 @@ def service(model_cache, tmp_path_factory) -> Iterator[str]:
 
 
 @pytest.mark.parametrize("name", MODULES)
-def test_docstring_examples(name):
+def test_docstring_examples(name, request):
+    """The module's docstring examples, as ``doctest.testmod`` runs them; an example that calls
+    the service at its default address runs against a real ``chunkforge serve`` (the one the
+    docs' blocks call, on a free loopback port in place of 8000)."""
     module = importlib.import_module(name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    tests = doctest.DocTestFinder().find(module)
+    examples = [example for test in tests for example in test.examples]
+    if any(SERVICE_URL in example.source for example in examples):
+        url = request.getfixturevalue("service")
+        for example in examples:
+            example.source = example.source.replace(SERVICE_URL, url)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for test in tests:
+        runner.run(test)
+    result = runner.summarize(verbose=False)
     assert result.attempted > 0, f"{name} has no example"
     assert result.failed == 0
 

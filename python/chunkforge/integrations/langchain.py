@@ -172,8 +172,8 @@ class ChunkforgeRetriever(BaseRetriever):
     served, search filters too) as for :meth:`Index.query <chunkforge.index.Index.query>`.
 
     >>> retriever = ChunkforgeRetriever(index="http://127.0.0.1:8000", expansion={"budget_tokens": 500})
-    >>> retriever.invoke("how do I install it?")[0].metadata["start"]  # a running chunkforge serve  # doctest: +SKIP
-    1204
+    >>> sorted(retriever.invoke("how do I install it?")[0].metadata)  # a running chunkforge serve
+    ['doc_id', 'end', 'heading_path', 'hit_ids', 'score', 'start', 'token_count', 'version']
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

@@ -9,8 +9,16 @@ it came from. ``POST /query``, ``/search``, ``/expand``, ``GET /health``,
 See ``docs/serve.md``. The names are imported on first use, so the client (and the
 framework retrievers) need neither FastAPI nor uvicorn.
 
->>> app = create_app(SavedIndexSource("my-index"))  # doctest: +SKIP
->>> ServiceClient("http://127.0.0.1:8000").query("how do I install it?").passages[0].text  # doctest: +SKIP
+>>> import tempfile
+>>> from chunkforge.index import Index
+>>> from chunkforge.serve import SavedIndexSource, ServiceClient, create_app
+>>> folder = tempfile.TemporaryDirectory()
+>>> Index.build([{"id": "guide.md", "text": "# Install\\n\\nRun pip install chunkforge."}]).save(folder.name + "/my-index")
+>>> app = create_app(SavedIndexSource(folder.name + "/my-index"))  # uvicorn.run(app) serves it
+>>> folder.cleanup()
+>>> payload = ServiceClient("http://127.0.0.1:8000").query("how do I install it?")  # a running chunkforge serve
+>>> payload.token_count <= 1000 and len(payload.passages) > 0
+True
 """
 
 from __future__ import annotations

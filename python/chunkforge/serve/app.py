@@ -2,8 +2,18 @@
 expansion run in a thread pool (they release the GIL) under a timeout, a watcher
 that switches to a new version between requests.
 
->>> app = create_app(SavedIndexSource("my-index"), Settings(timeout_s=5))  # doctest: +SKIP
->>> uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
+>>> import tempfile
+>>> from fastapi.testclient import TestClient
+>>> from chunkforge.index import Index
+>>> from chunkforge.serve import SavedIndexSource
+>>> folder = tempfile.TemporaryDirectory()
+>>> Index.build([{"id": "guide.md", "text": "# Install\\n\\nRun pip install chunkforge."}]).save(folder.name + "/my-index")
+>>> app = create_app(SavedIndexSource(folder.name + "/my-index"), Settings(timeout_s=5))
+>>> with TestClient(app) as http:  # requests in process, no socket
+...     http.post("/query", json={"question": "how do I install it?"}).json()["passages"][0]["doc_id"]
+'guide.md'
+>>> uvicorn.run(app, host="127.0.0.1", port=8000)  # serves until stopped  # doctest: +SKIP
+>>> folder.cleanup()
 """
 
 from __future__ import annotations

@@ -11,10 +11,16 @@ memory: its version is its manifest's hash. :func:`source_for` picks the one for
 :func:`open_index` (what ``chunkforge query`` reads) does, so ``serve`` and ``query`` open
 the same things.
 
->>> source = SavedIndexSource("my-index")  # doctest: +SKIP
->>> served = source.open(None)  # doctest: +SKIP
->>> served.version, served.search("install", k=1)[0].doc_id  # doctest: +SKIP
-('v-000003', 'guide.md')
+>>> import tempfile
+>>> from chunkforge.index import Index
+>>> folder = tempfile.TemporaryDirectory()
+>>> docs = [{"id": "guide.md", "text": "# Install\\n\\nRun pip install chunkforge."}, "Cats purr."]
+>>> Index.build(docs).save(folder.name + "/my-index")  # its first version
+>>> source = SavedIndexSource(folder.name + "/my-index")
+>>> served = source.open(None)
+>>> served.version, served.search("install", k=1)[0].doc_id
+('v-000001', 'guide.md')
+>>> folder.cleanup()
 """
 
 from __future__ import annotations
@@ -262,7 +268,16 @@ def open_index(path: str | os.PathLike[str]) -> Index | StoreIndex:
     """The index at ``path``, whichever of the three :func:`source_for` tells apart (a store is
     opened, a dataset read into memory, a saved index loaded); SourceError naming it otherwise.
 
-    >>> open_index("store.lancedb").query("how do I install it?").render()  # doctest: +SKIP
+    >>> import tempfile
+    >>> from chunkforge.index import Index
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> Index.build([{"id": "guide.md", "text": "# Install\\n\\nRun pip install chunkforge."}]).save(folder.name + "/ix")
+    >>> print(open_index(folder.name + "/ix").query("how do I install it?").render())
+    [1] guide.md:0-38 (Install)
+    # Install
+    <BLANKLINE>
+    Run pip install chunkforge.
+    >>> folder.cleanup()
     """
     from ..index import CorruptIndexError, Index
     from ..index.store import is_store
