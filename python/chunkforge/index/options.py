@@ -206,8 +206,18 @@ class SearchOptions:
         >>> SearchOptions.taken(5, {"where": {"acl": "public"}, "window": 1})[1]
         {'window': 1}
         """
-        keywords = cast("SearchKeywords", {n: v for n, v in given.items() if n in SEARCH_NAMES})
-        return cls.of(k, **keywords), {n: v for n, v in given.items() if n not in SEARCH_NAMES}
+        keywords, rest = split_keywords(given)
+        return cls.of(k, **keywords), rest
+
+
+def split_keywords(given: Mapping[str, Any]) -> tuple[SearchKeywords, dict[str, Any]]:
+    """``query``'s keywords ``given`` split: search's (:class:`SearchKeywords`), and the rest.
+
+    >>> split_keywords({"source": "docs", "budget_tokens": 300})
+    ({'source': 'docs'}, {'budget_tokens': 300})
+    """
+    keywords = cast("SearchKeywords", {n: v for n, v in given.items() if n in SEARCH_NAMES})
+    return keywords, {n: v for n, v in given.items() if n not in SEARCH_NAMES}
 
 
 def search_filter(keywords: Mapping[str, Any]) -> tuple[Filter, bool | None]:
@@ -241,7 +251,9 @@ def spells_search_keywords(method: F) -> F:
         params.pop()
     at = next((i for i, p in enumerate(params) if p.kind >= inspect.Parameter.KEYWORD_ONLY), len(params))
     spelt = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=hint)
+        inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=getattr(hint, "__forward_arg__", hint)
+        )
         for name, hint in SearchKeywords.__annotations__.items()
     ]
     method.__signature__ = signature.replace(parameters=[*params[:at], *spelt, *params[at:]])  # type: ignore[attr-defined]

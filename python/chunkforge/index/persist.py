@@ -4,9 +4,13 @@ manifest), :meth:`Index.load <chunkforge.index.Index.load>` (every file checked 
 code sees it) and :meth:`Index.from_dataset <chunkforge.index.Index.from_dataset>` (the job's
 trees and vectors, nothing cut or embedded again). The functions take the index they work on.
 
+>>> import tempfile
 >>> from chunkforge.index import Index
->>> Index.load("my-index").doc_ids[:1]  # doctest: +SKIP
+>>> folder = tempfile.TemporaryDirectory()
+>>> save(Index.build([{"id": "guide.md", "text": "Run it."}]), folder.name)
+>>> load(Index, folder.name).doc_ids
 ['guide.md']
+>>> folder.cleanup()
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ import pyarrow.parquet as pq
 
 from .._dataset import DatasetManifest
 from .._io import atomic_path
-from ..errors import InputError
+from ..errors import ArgumentError, InputError
 from ..tokenizer import Tokenizer
+from .documents import Saved
 from .graph import Graph
 from .storage import (
     FORMAT,
@@ -49,19 +54,17 @@ Index = Any
 """The :class:`~chunkforge.index.Index` these functions take and make (named here without
 importing it: ``index.index`` imports this module)."""
 
-Saved = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[list[str]]]
-"""A document of a saved index: its nodes ``(start, end, parent, section, level)``, leaves
-(node indices), leaf labels, sentences and heading paths."""
-
 
 def save(index: Index, path: str | os.PathLike[str]) -> None:
     """What :meth:`Index.save` does."""
     root = Path(path)
     if root.exists() and not root.is_dir():
-        raise ValueError(f"index path {root} exists and is not a folder")
+        raise ArgumentError(f"index path {root} exists and is not a folder", param="path", aside=True)
     ours = ("v-", ".CURRENT.")  # versions and pointer temps of a save killed before its first CURRENT
     if root.is_dir() and not (root / "CURRENT").is_file() and any(not p.name.startswith(ours) for p in root.iterdir()):
-        raise ValueError(f"index path {root} is a non-empty folder that is not a chunkforge index")
+        raise ArgumentError(
+            f"index path {root} is a non-empty folder that is not a chunkforge index", param="path", aside=True
+        )
     root.mkdir(parents=True, exist_ok=True)
     with holding(root, shared=False):
         _save_version(index, root)
@@ -180,7 +183,9 @@ def _load_version(cls: type[Index], root: Path, encoder: Encoder | None) -> Inde
     except (OSError, UnicodeDecodeError) as exc:
         raise CorruptIndexError(f"corrupt index: cannot read {folder / 'tokenizer.json'}: {exc}") from exc
     if encoder is not None and encoder.dim != manifest["dim"]:
-        raise ValueError(f"encoder has dim {encoder.dim}, the index at {root} was built with {manifest['dim']}")
+        raise ArgumentError(
+            f"has dim {encoder.dim}, the index at {root} was built with {manifest['dim']}", param="encoder"
+        )
     try:
         index = cls(encoder, **{"search_prefix": False, **manifest["settings"]})  # saved before the prefix: none
     except (TypeError, ValueError) as exc:
@@ -271,13 +276,19 @@ def from_dataset(
     root = Path(path)
     manifest = DatasetManifest.read(root)
     if manifest.units != "tree":
-        raise ValueError(f"{root} holds plain chunks; build it with `embed-docs --index` (units='tree')")
+        raise ArgumentError(
+            f"{root} holds plain chunks; build it with `embed-docs --index` (units='tree')", param="path", aside=True
+        )
     tree = manifest.chunker
     model = manifest.model
     if encoder is None and model["name"] != "default":
-        raise ValueError(f"{root} was embedded with {model['name']!r}: pass that Encoder")
+        raise ArgumentError(
+            f"{root} was embedded with {model['name']!r}: pass that Encoder", param="encoder", aside=True
+        )
     if encoder is not None and encoder.dim != model["dim"]:
-        raise ValueError(f"encoder has dim {encoder.dim}, the dataset at {root} was embedded with {model['dim']}")
+        raise ArgumentError(
+            f"has dim {encoder.dim}, the dataset at {root} was embedded with {model['dim']}", param="encoder"
+        )
     try:
         settings = TreeSettings.from_dict(tree)
         settings.check()
@@ -313,7 +324,7 @@ def _add_dataset_shard(index: Index, saved_docs: list[Any], leaves: pa.Table, th
     ]:
         raise CorruptIndexError("a shard's leaves do not match its trees; rerun the job")
     if any(d.doc_id in index._slot_of for d in saved_docs):
-        raise ValueError("the dataset lists a document id twice")
+        raise CorruptIndexError("the dataset lists a document id twice; rerun the job")
     labels = np.arange(index._next_label, index._next_label + leaves.num_rows, dtype=np.int64)
     column = leaves.column("vector").combine_chunks()
     vectors = column.values.to_numpy().reshape(len(column), column.type.list_size).astype(np.float32)
@@ -345,8 +356,9 @@ def encoder_config(encoder: Any) -> dict[str, Any] | None:
     options that change vectors; not threads or providers); None for an encoder without a
     recipe (the default model is then loaded).
 
-    >>> encoder_config(Encoder.from_pretrained("models/bge-small", "int8", intra_op_threads=2))  # doctest: +SKIP
-    {'type': 'encoder', 'factory': 'from_pretrained', 'args': ['models/bge-small', 'int8', False], 'options': {}}
+    >>> from chunkforge.encoder import Encoder
+    >>> encoder_config(Encoder.default())  # the variant this machine runs
+    {'type': 'encoder', 'factory': 'default', 'args': [...], 'options': {}}
     """
     from .._config import to_config
 

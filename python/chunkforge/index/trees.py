@@ -31,7 +31,7 @@ import numpy as np
 from .. import _native
 from .._checks import check_int
 from .._io import Doc, is_unicode, syntax_for_path, syntax_named, text_hash
-from ..errors import InputError
+from ..errors import ArgumentError, ArgumentTypeError, InputError
 from ..tokenizer import Tokenizer
 from .payload import DocumentTree, Hit, Packed, Passage
 from .prefix import LeafPrefixer, prefix_text, prefixed, title_of
@@ -146,15 +146,15 @@ def checked_spans(spans: Iterable[Any]) -> Iterator[tuple[str, int, int, float]]
     """Spans found elsewhere, ``(doc_id, start, end, score)``, checked (errors name ``spans[i]``)."""
     for i, span in enumerate(spans):
         if not isinstance(span, (tuple, list)) or len(span) != 4:
-            raise TypeError(f"spans[{i}] must be (doc_id, start, end, score), not {span!r}")
+            raise ArgumentTypeError(f"[{i}] must be (doc_id, start, end, score), not {span!r}", param="spans")
         doc_id, start, end, score = span
         if not isinstance(doc_id, str):
-            raise TypeError(f"spans[{i}] doc_id must be a str, not {doc_id!r}")
+            raise ArgumentTypeError(f"[{i}] doc_id must be a str, not {doc_id!r}", param="spans")
         start, end = check_int(f"spans[{i}] start", start, 0), check_int(f"spans[{i}] end", end, 0)
         if not start < end:
-            raise ValueError(f"spans[{i}]: {start}-{end} is not a span")
+            raise ArgumentError(f"[{i}]: {start}-{end} is not a span", param="spans")
         if isinstance(score, bool) or not isinstance(score, (int, float)):
-            raise TypeError(f"spans[{i}] score must be a number, not {score!r}")
+            raise ArgumentTypeError(f"[{i}] score must be a number, not {score!r}", param="spans")
         yield doc_id, start, end, float(score)
 
 
@@ -290,9 +290,9 @@ def read_docs(table: pa.Table, where: str) -> list[SavedDoc]:
             metadata = json.loads(cols["metadata"][i])
             tree = DocumentTree(nodes.reshape(-1, 5), leaves, sentences.reshape(-1, 3), headings)
         except (ValueError, TypeError) as exc:
-            raise ValueError(f"{where}: document {doc_id!r}: bad tree ({exc})") from exc
+            raise InputError(f"document {doc_id!r}: bad tree ({exc})", where=where) from exc
         if not isinstance(metadata, dict):
-            raise ValueError(f"{where}: document {doc_id!r}: metadata is not a JSON object")
+            raise InputError(f"document {doc_id!r}: metadata is not a JSON object", where=where)
         out.append(SavedDoc(doc_id, cols["text"][i], metadata, tree))
     return out
 

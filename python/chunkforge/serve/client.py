@@ -10,14 +10,19 @@ what the framework retrievers make of a passage, served or in-process.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ArgumentTypeError
 from ..index import Hit
-from ..index.filters import Filter, filter_of
-from ..index.options import ExpandOptions
+from ..index.filters import Filter
+from ..index.options import ExpandOptions, search_filter, spells_search_keywords, split_keywords
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ..index.options import SearchKeywords
 
 
 @dataclass(frozen=True)
@@ -83,21 +88,11 @@ class ServiceClient:
             raise ServiceError(response.status_code, detail)
         return response.json()
 
-    def search(
-        self,
-        query: str,
-        k: int = 12,
-        *,
-        doc_id: str | Collection[str] | None = None,
-        source: str | Collection[str] | None = None,
-        heading_prefix: Sequence[str] | None = None,
-        where: Mapping[str, Any] | None = None,
-        hybrid: bool | None = None,
-        filter: Filter | None = None,
-    ) -> list[Hit]:
+    @spells_search_keywords
+    def search(self, query: str, k: int = 12, **keywords: Unpack[SearchKeywords]) -> list[Hit]:
         """``POST /search``: as :meth:`Index.search <chunkforge.index.Index.search>` (the filters
         narrowed here into one request; the service may narrow them further)."""
-        passes = filter_of(filter, doc_id, source, where, heading_prefix)
+        passes, hybrid = search_filter(keywords)
         body = {"query": query, "k": k, **passes.as_request(), **({} if hybrid is None else {"hybrid": hybrid})}
         return [_hit(h) for h in self._post("/search", body)["hits"]]
 
@@ -120,17 +115,12 @@ class ServiceClient:
         body = {"hits": [_hit_body(h) for h in hits], **_options_body(ExpandOptions.of(options, **given))}
         return _served_payload(self._post("/expand", body))
 
+    @spells_search_keywords
     def query(
         self,
         question: str,
         k: int | None = None,
         *,
-        doc_id: str | Collection[str] | None = None,
-        source: str | Collection[str] | None = None,
-        heading_prefix: Sequence[str] | None = None,
-        where: Mapping[str, Any] | None = None,
-        hybrid: bool | None = None,
-        filter: Filter | None = None,
         options: ExpandOptions | None = None,
         floor: float | None = None,
         **given: Any,
@@ -138,7 +128,8 @@ class ServiceClient:
         """``POST /query``: :meth:`search`'s filters and the expansion options of
         :meth:`Index.expand <chunkforge.index.Index.expand>`; ``budget_tokens`` 1,000 unless given;
         ``floor`` as for :meth:`Index.query <chunkforge.index.Index.query>`."""
-        passes = filter_of(filter, doc_id, source, where, heading_prefix)
+        keywords, given = split_keywords(given)
+        passes, hybrid = search_filter(keywords)
         chosen = ExpandOptions.recommended(options, **given)
         body = {
             "question": question,

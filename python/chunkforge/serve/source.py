@@ -26,7 +26,7 @@ the same things.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -34,11 +34,14 @@ from .._io import MANIFEST
 from .._recommended import RECOMMENDED
 from ..errors import ChunkforgeError
 from ..index.contract import Retriever
+from ..index.options import spells_search_keywords
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from ..index import Hit, Index, Payload
     from ..index.filters import Filter
-    from ..index.options import ExpandOptions
+    from ..index.options import ExpandOptions, SearchKeywords
     from ..index.store import StoreIndex
 
 
@@ -73,28 +76,9 @@ class SavedIndex:
         self.index = index
         self.version = version
 
-    def search(
-        self,
-        query: str,
-        k: int = 12,
-        *,
-        doc_id: str | Collection[str] | None = None,
-        source: str | Collection[str] | None = None,
-        heading_prefix: Sequence[str] | None = None,
-        where: Mapping[str, Any] | None = None,
-        hybrid: bool | None = None,
-        filter: Filter | None = None,
-    ) -> list[Hit]:
-        return self.index.search(
-            query,
-            k,
-            doc_id=doc_id,
-            source=source,
-            heading_prefix=heading_prefix,
-            where=where,
-            hybrid=hybrid,
-            filter=filter,
-        )
+    @spells_search_keywords
+    def search(self, query: str, k: int = 12, **keywords: Unpack[SearchKeywords]) -> list[Hit]:
+        return self.index.search(query, k, **keywords)
 
     def expand(
         self,
