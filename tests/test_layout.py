@@ -126,6 +126,17 @@ def test_only_native_owners_import_native():
     assert reach == []
 
 
+MAX_LINES = 700
+"""The most lines a module of the package holds: past it, it holds more than one concept."""
+
+
+def test_no_module_is_over_the_line_limit():
+    """One module per concept: none over ``MAX_LINES`` (split it as ``index/`` is: the
+    ``Index``'s documents, ranking and files; the store's tables, writer and reader)."""
+    lines = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in modules().items()}
+    assert sorted(f"{name}: {n} lines" for name, n in lines.items() if n > MAX_LINES) == []
+
+
 @pytest.mark.parametrize("name", sorted(set(modules()) - {"chunkforge.__main__"}))
 def test_each_module_imports_alone(name):
     """A fresh interpreter imports the module first: no cycle that only a lucky order hides."""
