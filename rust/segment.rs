@@ -37,18 +37,19 @@ pub fn split_level(text: &str, s: usize, e: usize, level: &Level, out: &mut Vec<
         }
     };
     match level {
-        Level::Paragraph | Level::Line | Level::Word => {
-            let min_newlines = match level {
-                Level::Paragraph => 2,
-                Level::Line => 1,
-                _ => 0,
-            };
+        Level::Paragraph | Level::Line => {
             let mut piece_start = s;
-            for (ws, we, newlines) in whitespace_runs(text, s, e) {
-                if newlines >= min_newlines {
-                    push(piece_start, ws);
-                    piece_start = we;
-                }
+            newline_runs(text, s, e, if matches!(level, Level::Paragraph) { 2 } else { 1 }, |ws, we| {
+                push(piece_start, ws);
+                piece_start = we;
+            });
+            push(piece_start, e);
+        }
+        Level::Word => {
+            let mut piece_start = s;
+            for (ws, we) in whitespace_runs(text, s, e) {
+                push(piece_start, ws);
+                piece_start = we;
             }
             push(piece_start, e);
         }
@@ -86,8 +87,29 @@ pub fn split_level(text: &str, s: usize, e: usize, level: &Level, out: &mut Vec<
     }
 }
 
-/// Maximal whitespace runs of `text[s..e]` as `(start, end, newline count)`.
-fn whitespace_runs(text: &str, s: usize, e: usize) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+/// Calls `cut(start, end)` for each maximal whitespace run of `text[s..e]` that holds at
+/// least `min_newlines` (>= 1) newlines, in order: the runs found from their newlines
+/// (memchr), not by visiting every byte as [`whitespace_runs`] does.
+fn newline_runs(text: &str, s: usize, e: usize, min_newlines: usize, mut cut: impl FnMut(usize, usize)) {
+    let mut from = s;
+    while let Some(at) = memchr::memchr(b'\n', &text.as_bytes()[from..e]) {
+        let newline = from + at;
+        // back to the run's start: `from` is `s` or the end of the last run (before a non-space)
+        let start = from + text[from..newline].trim_end_matches(char::is_whitespace).len();
+        let (mut end, mut newlines) = (newline, 0);
+        for c in text[newline..e].chars().take_while(|c| c.is_whitespace()) {
+            newlines += usize::from(c == '\n');
+            end += c.len_utf8();
+        }
+        if newlines >= min_newlines {
+            cut(start, end);
+        }
+        from = end;
+    }
+}
+
+/// Maximal whitespace runs of `text[s..e]` as `(start, end)`.
+fn whitespace_runs(text: &str, s: usize, e: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
     let bytes = text.as_bytes();
     let mut i = s;
     std::iter::from_fn(move || {
@@ -111,16 +133,14 @@ fn whitespace_runs(text: &str, s: usize, e: usize) -> impl Iterator<Item = (usiz
             return None;
         }
         let start = i;
-        let mut newlines = 0;
         while i < e {
             let c = text[i..].chars().next().unwrap();
             if !c.is_whitespace() {
                 break;
             }
-            newlines += (c == '\n') as usize;
             i += c.len_utf8();
         }
-        Some((start, i, newlines))
+        Some((start, i))
     })
 }
 
@@ -182,6 +202,28 @@ mod tests {
         let mut out = vec![];
         sentences(text, 0, text.len(), &mut out);
         out.into_iter().map(|(a, b)| &text[a..b]).collect()
+    }
+
+    #[test]
+    fn newline_runs_are_the_whitespace_runs_with_enough_newlines() {
+        let alphabet = ['a', 'é', '中', ' ', '\n', '\r', '\t', '\u{b}', '\u{3000}', '\u{2028}', '\u{85}', '\u{a0}', '\u{1c}'];
+        let mut state = 7u64;
+        for _ in 0..3000 {
+            let mut text = String::new();
+            for _ in 0..state % 40 {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                text.push(alphabet[(state >> 33) as usize % alphabet.len()]);
+            }
+            let bounds: Vec<usize> = (0..=text.len()).filter(|&i| text.is_char_boundary(i)).collect();
+            let (s, e) = (bounds[(state >> 20) as usize % bounds.len()], *bounds.last().unwrap());
+            for min in [1, 2] {
+                let mut got = vec![];
+                newline_runs(&text, s, e, min, |a, b| got.push((a, b)));
+                let newlines = |a: usize, b: usize| text[a..b].matches('\n').count();
+                let want: Vec<(usize, usize)> = whitespace_runs(&text, s, e).filter(|&(a, b)| newlines(a, b) >= min).collect();
+                assert_eq!(got, want, "{text:?} from {s}");
+            }
+        }
     }
 
     #[test]

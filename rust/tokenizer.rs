@@ -33,11 +33,19 @@ const MAX_CACHED_WORD: usize = 128;
 const MAX_CACHED_WORDS: usize = 1 << 20;
 
 /// Distinct words seen so far and their tokens. One per worker thread.
-#[derive(Default)]
 pub struct WordCache {
     map: FxHashMap<Box<str>, (u32, u32)>,
+    /// The one-byte ASCII words of `map` (about half the words of prose and markup),
+    /// found without hashing: `off << 8 | (len + 1)`, 0 for a byte not seen yet.
+    ascii: [u64; 128],
     toks: Vec<Tok>,
     scratch: Vec<Tok>,
+}
+
+impl Default for WordCache {
+    fn default() -> Self {
+        WordCache { map: FxHashMap::default(), ascii: [0; 128], toks: vec![], scratch: vec![] }
+    }
 }
 
 /// Token ids and byte spans of a document.
@@ -65,20 +73,64 @@ pub struct DocTokens {
 }
 
 impl DocTokens {
-    fn new(with_tokens: bool, exact_words: bool) -> Self {
+    /// Empty, with room for `words` words.
+    fn new(with_tokens: bool, exact_words: bool, words: usize) -> Self {
+        let mut cum = Vec::with_capacity(words + 1);
+        cum.push(0);
         DocTokens {
-            cum: vec![0],
+            word_start: Vec::with_capacity(words),
+            word_end: Vec::with_capacity(words),
+            cum,
             tokens: with_tokens.then(TokenMap::default),
             exact_words,
-            ..Default::default()
+            added: vec![],
         }
     }
 
+    #[inline(always)]
     fn push_word(&mut self, start: usize, end: usize, ntok: usize) {
         self.word_start.push(start as u32);
         self.word_end.push(end as u32);
         let last = *self.cum.last().unwrap();
         self.cum.push(last + ntok as u32);
+    }
+
+    /// Its words as rows `(start, end, tokens, added)` (byte offsets; `added` 1 for an
+    /// added token such as `[CLS]` written in the text), to save beside the text and read
+    /// back with [`DocTokens::from_words`] instead of tokenizing it again. None unless
+    /// its words are context free (the fast path) and it holds no tokens.
+    pub fn word_rows(&self) -> Option<Vec<[u32; 4]>> {
+        if !self.exact_words || self.tokens.is_some() {
+            return None;
+        }
+        let mut added = self.added.iter().peekable();
+        let rows = (0..self.word_start.len()).map(|i| {
+            let (s, e) = (self.word_start[i], self.word_end[i]);
+            let is_added = added.next_if(|&&span| span == (s, e)).is_some();
+            [s, e, self.cum[i + 1] - self.cum[i], is_added as u32]
+        });
+        Some(rows.collect())
+    }
+
+    /// The words of `text` read back from [`DocTokens::word_rows`], checked to be words
+    /// of it in order (on character boundaries, not overlapping, each of at least one
+    /// token); that they are this tokenizer's is the saver's promise.
+    pub fn from_words(text: &str, rows: &[[u32; 4]]) -> Result<DocTokens> {
+        let mut doc = DocTokens::new(false, true, rows.len());
+        let mut prev = 0;
+        for (i, &[s, e, n, added]) in rows.iter().enumerate() {
+            let (su, eu) = (s as usize, e as usize);
+            let word = s >= prev && s < e && eu <= text.len() && text.is_char_boundary(su) && text.is_char_boundary(eu);
+            if !word || n == 0 || added > 1 || u64::from(*doc.cum.last().unwrap()) + u64::from(n) > u64::from(u32::MAX) {
+                return Err(input!("words[{i}] ({s}, {e}, {n}, {added}) is not the next word of the text"));
+            }
+            if added == 1 {
+                doc.added.push((s, e));
+            }
+            doc.push_word(su, eu, n as usize);
+            prev = e;
+        }
+        Ok(doc)
     }
 }
 
@@ -390,7 +442,8 @@ impl Tokenizer {
         }
         self.tokenized.0.fetch_add(1, Ordering::Relaxed);
         self.tokenized.1.fetch_add(text.len(), Ordering::Relaxed);
-        let mut doc = DocTokens::new(with_tokens, true);
+        // prose and markup average about 4 bytes a word: the vectors rarely grow
+        let mut doc = DocTokens::new(with_tokens, true, text.len() / 4 + 16);
         let fast = self.fast_walk(text, cache, &mut |s, e, toks, added| {
             if toks.is_empty() {
                 return;
@@ -408,6 +461,12 @@ impl Tokenizer {
             }
         })?;
         if fast {
+            if doc.word_start.capacity() > 2 * doc.word_start.len() + 16 {
+                // long words (code, identifiers): give back the room guessed for more
+                for v in [&mut doc.word_start, &mut doc.word_end, &mut doc.cum] {
+                    v.shrink_to_fit();
+                }
+            }
             return Ok(doc);
         }
         self.analyze_hf(text, with_tokens)
@@ -418,10 +477,10 @@ impl Tokenizer {
     /// are pre-tokenized alone, as HF does, and each added token is a word of
     /// one token (`f`'s last argument true). Returns false (maybe after calls for some of the words) when
     /// the text needs HF's pipeline.
-    fn fast_walk(&self, text: &str, cache: &mut WordCache, f: &mut dyn FnMut(usize, usize, &[Tok], bool)) -> Result<bool> {
+    fn fast_walk<F: FnMut(usize, usize, &[Tok], bool)>(&self, text: &str, cache: &mut WordCache, f: &mut F) -> Result<bool> {
         let Path::Fast { pre, added, .. } = &self.path else { return Ok(false) };
         let mut err = None;
-        let mut piece = |base: usize, end: usize, f: &mut dyn FnMut(usize, usize, &[Tok], bool)| {
+        let mut piece = |base: usize, end: usize, f: &mut F| {
             let seg = &text[base..end];
             pre.words(seg, |s, e| {
                 if err.is_some() {
@@ -461,9 +520,26 @@ impl Tokenizer {
 
     /// Tokens of one word: `(offset, len)` into the cache's arena, or
     /// `(u32::MAX, len)` for an uncached word left in `cache.scratch`.
+    #[inline(always)]
     fn word_tokens(&self, word: &str, cache: &mut WordCache) -> Result<(u32, usize)> {
-        if let Some(&(off, len)) = cache.map.get(word) {
+        if let &[b] = word.as_bytes() {
+            let packed = cache.ascii.get(b as usize).copied().unwrap_or(0);
+            if packed != 0 {
+                return Ok(((packed >> 8) as u32, (packed & 0xff) as usize - 1));
+            }
+        } else if let Some(&(off, len)) = cache.map.get(word) {
             return Ok((off, len as usize));
+        }
+        self.word_tokens_missed(word, cache)
+    }
+
+    /// [`Self::word_tokens`] of a word not in the cache (rare after the first pages: kept out
+    /// of line, so that the hit path stays small).
+    #[cold]
+    #[inline(never)]
+    fn word_tokens_missed(&self, word: &str, cache: &mut WordCache) -> Result<(u32, usize)> {
+        if let Some(&(off, len)) = cache.map.get(word) {
+            return Ok((off, len as usize)); // a one-byte word past the ASCII table
         }
         let mut scratch = std::mem::take(&mut cache.scratch);
         scratch.clear();
@@ -477,6 +553,11 @@ impl Tokenizer {
         cache.toks.extend_from_slice(&scratch);
         cache.scratch = scratch;
         cache.map.insert(word.into(), (off, len as u32));
+        if let (&[b], true) = (word.as_bytes(), len < 0xff) {
+            if let Some(slot) = cache.ascii.get_mut(b as usize) {
+                *slot = u64::from(off) << 8 | (len as u64 + 1);
+            }
+        }
         Ok((off, len))
     }
 
@@ -569,7 +650,7 @@ impl Tokenizer {
     /// The general path: HF's pipeline; words from its word ids.
     fn analyze_hf(&self, text: &str, with_tokens: bool) -> Result<DocTokens> {
         let enc = self.hf_encode(text)?;
-        let mut doc = DocTokens::new(with_tokens, false);
+        let mut doc = DocTokens::new(with_tokens, false, enc.len());
         let offsets = enc.get_offsets();
         let word_ids = enc.get_word_ids();
         let mut i = 0;
@@ -644,6 +725,25 @@ mod tests {
             assert_eq!(tm.start, hf_starts);
             assert_eq!(doc.cum.last().copied().unwrap() as usize, hf.len());
         }
+    }
+
+    #[test]
+    fn saved_words_read_back_as_analyzed() {
+        let tk = minilm();
+        let text = "Hello, World! [CLS] naïve café, 中文.";
+        let doc = tk.with_cache(|c| tk.analyze(text, false, c)).unwrap();
+        let rows = doc.word_rows().unwrap();
+        assert_eq!(rows.iter().filter(|r| r[3] == 1).count(), 1); // [CLS] is an added token
+        let back = DocTokens::from_words(text, &rows).unwrap();
+        assert_eq!((back.word_start, back.word_end, back.cum, back.added), (doc.word_start, doc.word_end, doc.cum, doc.added));
+        // not words of the text: out of order, past its end, inside a character, empty, no tokens
+        let n = text.len() as u32;
+        let cafe = text.find('é').unwrap() as u32;
+        for bad in [[5, 9, 1, 0], [0, n + 1, 1, 0], [cafe + 1, cafe + 2, 1, 0], [3, 3, 1, 0], [0, 2, 0, 0], [0, 2, 1, 2]] {
+            let rows = if bad == [5, 9, 1, 0] { vec![[6, 9, 1, 0], bad] } else { vec![bad] };
+            assert!(DocTokens::from_words(text, &rows).is_err(), "{bad:?}");
+        }
+        assert!(tk.with_cache(|c| tk.analyze(text, true, c)).unwrap().word_rows().is_none());
     }
 
     #[test]

@@ -95,6 +95,10 @@ class Tokenizer:
         """Tokens of ``text``."""
     def count_batch(self, texts: Iterable[str], threads: int | None = None) -> _Ints:
         """Tokens of each text, in parallel."""
+    def words(self, texts: Iterable[str], threads: int | None = None) -> list[_Ints | None]:
+        """Each text's words, ``(n, 4)`` rows ``(start, end, tokens, added)`` (byte offsets of its
+        UTF-8), to save beside it: :meth:`Expander.add_docs` then takes the text without
+        tokenizing it again. None for a text this tokenizer cannot count word by word."""
     def encode_offsets(self, text: str) -> tuple[_Ids, _Ints]:
         """Token ids of ``text`` and their ``(n, 2)`` offsets."""
     def encode_padded(
@@ -241,9 +245,14 @@ class Expander(Generic[_T, _P, _Q]):
         labels: list[list[int]],
         doc_ids: list[str],
         headings: list[list[list[str]]],
+        words: Sequence[_Ints | None] | None = None,
     ) -> list[int]:
-        """Adds saved trees (``nodes`` ``(m, 4)`` without levels, ``sentences`` ``(n, 3)``);
-        returns their slots."""
+        """Adds saved trees (``nodes`` ``(m, 4)`` without levels, ``sentences`` ``(n, 3)``),
+        each text tokenized in parallel unless its ``words`` (:meth:`Tokenizer.words`) were
+        saved with it; returns their slots.
+
+        Raises:
+            InputError: a tree or a text's words do not fit its text."""
     def remove(self, slot: int) -> None:
         """Removes the document in ``slot``; its labels and its slot become free (the next
         document added takes the slot).

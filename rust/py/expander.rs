@@ -18,6 +18,7 @@ use crate::error::{input, Error, Result};
 use crate::expand::{self, Doc, DocInput, Order, Pack, Params, Store, SPREAD_REACH};
 use crate::structure::Syntax;
 use crate::threads::parallel_map;
+use crate::tokenizer::DocTokens;
 use crate::{tokenizer, tree};
 
 /// The expansion side of an index: documents (text, sentences, tree) and the
@@ -306,8 +307,11 @@ impl Expander {
     /// parallel); per document: its text, sentences `(n, 3)` `(start, end,
     /// section)`, nodes `(m, 4)` `(start, end, parent or -1, section)` parents
     /// first, leaf node indices, the leaves' labels, its id and the heading path
-    /// of each section. Returns the documents' slots.
+    /// of each section; and, when saved with it, its words (`Tokenizer.words` of
+    /// this expander's tokenizer; None: the text is tokenized here). Returns the
+    /// documents' slots.
     #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (texts, sentences, nodes, leaves, labels, doc_ids, headings, words=None))]
     fn add_docs(
         &self,
         py: Python<'_>,
@@ -318,22 +322,30 @@ impl Expander {
         labels: Vec<Vec<u64>>,
         doc_ids: Vec<Bound<'_, PyString>>,
         headings: Vec<Vec<Vec<String>>>,
+        words: Option<Vec<Option<numpy::PyReadonlyArray2<'_, i64>>>>,
     ) -> PyResult<Vec<usize>> {
         let n = texts.len();
-        if [sentences.len(), nodes.len(), leaves.len(), labels.len(), doc_ids.len(), headings.len()].iter().any(|&m| m != n) {
-            return Err(input!("texts, sentences, nodes, leaves, labels, doc_ids and headings must have the same length").into());
+        if [sentences.len(), nodes.len(), leaves.len(), labels.len(), doc_ids.len(), headings.len()].iter().any(|&m| m != n)
+            || words.as_ref().is_some_and(|w| w.len() != n)
+        {
+            return Err(input!("texts, sentences, nodes, leaves, labels, doc_ids, headings and words must have the same length").into());
         }
         let mut inputs = Vec::with_capacity(n);
         for i in 0..n {
             let sents = index_rows::<3>(&sentences[i], &format!("sentences[{i}]"))?;
             let tree = index_rows::<4>(&nodes[i], &format!("nodes[{i}]"))?;
-            inputs.push((texts[i].to_str()?.to_string(), sents, tree, leaves[i].clone(), headings[i].clone()));
+            let saved = match words.as_ref().and_then(|w| w[i].as_ref()) {
+                Some(w) => Some(index_rows::<4>(w, &format!("words[{i}]"))?),
+                None => None,
+            };
+            inputs.push((texts[i].to_str()?.to_string(), sents, tree, leaves[i].clone(), headings[i].clone(), saved));
         }
         let tk = &self.tk;
         let docs: Vec<Result<Doc>> = py.detach(|| {
             inputs
                 .into_par_iter()
-                .map(|(text, sents, tree, leaves, headings)| {
+                .map(|(text, sents, tree, leaves, headings, saved)| {
+                    let tokens = saved.map(|w| DocTokens::from_words(&text, &w)).transpose()?;
                     let input = DocInput {
                         text: &text,
                         sentences: sents.into_iter().map(|r| (r[0], r[1], r[2])).collect(),
@@ -341,7 +353,7 @@ impl Expander {
                         leaves,
                         headings,
                     };
-                    Doc::new(tk, input, None)
+                    Doc::new(tk, input, tokens)
                 })
                 .collect()
         });
