@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import doctest
 import inspect
 import json.decoder
 
@@ -454,8 +453,3 @@ def test_missing_grammar_names_the_extra(monkeypatch):
             CodeChunker(language="java")
     finally:
         code._parser.cache_clear()
-
-
-def test_docstring_examples():
-    result = doctest.testmod(code, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0

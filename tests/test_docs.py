@@ -94,6 +94,11 @@ MODULES = [
     "chunkforge.index.store_write",
     "chunkforge.index.store_query",
     "chunkforge.serve.source",
+    "chunkforge.eval",
+    "chunkforge.eval.configs",
+    "chunkforge.eval.datasets",
+    "chunkforge.eval.metrics",
+    "chunkforge.eval.peers",
     "chunkforge.eval.run",
     "chunkforge.eval.retrieval",
     "chunkforge.encoder",
@@ -112,7 +117,20 @@ MODULES = [
     "chunkforge.serve.client",
     "chunkforge.serve.protocol",
     "chunkforge.cli.query",
+    "chunkforge.index.rerank",
+    "chunkforge.encoder.cross",
 ]
+
+
+def test_every_module_with_examples_runs_them():
+    """A module whose docstrings hold examples is in :data:`MODULES`, so its examples run."""
+    root = Path(chunkforge.__file__).parent
+    with_examples = {
+        ".".join(("chunkforge", *path.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
+        for path in root.rglob("*.py")
+        if ">>> " in path.read_text(encoding="utf-8")
+    }
+    assert sorted(with_examples - set(MODULES)) == []
 
 
 SERVICE_URL = "http://127.0.0.1:8000"
@@ -133,10 +151,12 @@ def service(model_cache, tmp_path_factory) -> Iterator[str]:
 
 
 @pytest.mark.parametrize("name", MODULES)
-def test_docstring_examples(name, request):
-    """The module's docstring examples, as ``doctest.testmod`` runs them; an example that calls
-    the service at its default address runs against a real ``chunkforge serve`` (the one the
-    docs' blocks call, on a free loopback port in place of 8000)."""
+def test_docstring_examples(name, request, monkeypatch):
+    """The module's docstring examples, as ``doctest.testmod`` runs them, from the repository's
+    root (examples read its ``tests/data``); an example that calls the service at its default
+    address runs against a real ``chunkforge serve`` (the one the docs' blocks call, on a free
+    loopback port in place of 8000)."""
+    monkeypatch.chdir(ROOT)
     module = importlib.import_module(name)
     tests = doctest.DocTestFinder().find(module)
     examples = [example for test in tests for example in test.examples]

@@ -4,8 +4,6 @@ end to end on the labelled set (real tokenizer, ONNX encoder and hnswlib)."""
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import json
 import math
 import random
@@ -342,17 +340,6 @@ def test_heading_texts_prefix_the_section_path():
     assert text == "Generic Mutex Subsystem > Implementation\n\n" + chunk.text
     titled = Document("t.md", "Body only.", {"title": "Guide"})
     assert ev.heading_texts([titled], [[chunkforge.Chunk("Body only.", 0, 10, 3, 0)]]) == ["Guide\n\nBody only."]
-
-
-def test_docstring_examples(monkeypatch):
-    monkeypatch.chdir(ROOT)
-    attempted = 0
-    for name in ("", ".datasets", ".metrics", ".retrieval", ".configs", ".run", ".report", ".peers"):
-        module = importlib.import_module(f"chunkforge.eval{name}")
-        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-        assert result.failed == 0, name
-        attempted += result.attempted
-    assert attempted > 10
 
 
 # ------------------------------------------------------------ encoder, cache, end to end

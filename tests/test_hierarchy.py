@@ -4,7 +4,6 @@ within its limit, consistent parent/children links, stable ids."""
 
 from __future__ import annotations
 
-import doctest
 import hashlib
 
 import pytest
@@ -12,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chunkforge import Chunk, CodeChunker, HierarchicalChunker, RecursiveChunker, SentenceChunker, TokenChunker
-from chunkforge.chunkers import hierarchy, node_id
+from chunkforge.chunkers import node_id
 from test_chunkers import adversarial_text
 from test_code_chunker import SOURCES
 
@@ -155,8 +154,3 @@ def test_node_id_is_blake2b_of_id_span_and_level(doc_id):
     for start, end, level in [(0, 120, 1), (7, 9, 0), (2**40, 2**40 + 5, 3)]:
         key = f"{doc_id}\x00{start}\x00{end}\x00{level}".encode("utf-8", "surrogatepass")
         assert node_id(doc_id, start, end, level) == hashlib.blake2b(key, digest_size=8).hexdigest()
-
-
-def test_docstring_examples():
-    result = doctest.testmod(hierarchy, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0

@@ -3,7 +3,6 @@ prefix, and the contextualize hook with its SQLite cache (a deterministic fn).""
 
 from __future__ import annotations
 
-import doctest
 import threading
 from pathlib import Path
 
@@ -18,7 +17,6 @@ from chunkforge import (
     Tokenizer,
     context_prompt,
     contextualize,
-    represent,
     with_embed_text,
 )
 from chunkforge.represent import render
@@ -136,8 +134,3 @@ def test_contextualize_errors(tmp_path: Path) -> None:
         contextualize(chunks, README[:500], Summarizer(), batch_size=0, use_cache=False)
     with pytest.raises(TypeError, match="fn"):
         contextualize(chunks, README[:500], "gpt", use_cache=False)  # type: ignore[arg-type]
-
-
-def test_docstring_examples() -> None:
-    result = doctest.testmod(represent, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0
