@@ -177,6 +177,16 @@ class Tokenizer:
         """Token counts of many texts (GIL released, parallel across texts)."""
         return self._native.count_batch(_as_list(texts), threads=check_threads(threads))
 
+    def words(self, texts: Iterable[str], threads: int | None = None) -> list[np.ndarray | None]:
+        """Each text's words, ``(n, 4)`` rows ``(start, end, tokens, added)`` (byte offsets of its
+        UTF-8), to keep beside the text: the index's expander then takes it without tokenizing it
+        again (the LanceDB store keeps them). None for a text this tokenizer cannot count word by word.
+
+        >>> Tokenizer.default().words(["Hello, world!"])[0].tolist()
+        [[0, 5, 1, 0], [5, 6, 1, 0], [7, 12, 1, 0], [12, 13, 1, 0]]
+        """
+        return self._native.words(_as_list(texts), threads=check_threads(threads))
+
     def span_counter(self, text: str) -> _native.SpanCounter:
         """Tokenizes ``text`` once; ``.count(start, end)`` then gives the exact
         token count of any ``text[start:end]`` encoded alone, in O(log n).
