@@ -8,7 +8,9 @@ dev half agrees (``adopted``). Knobs are tuned on the ``dev`` half; the ``test``
 
 - ``blocks``: a hit leaf inside a list, table or fenced code block
   (``block_spans`` in ``benches/retrieval_blocks.py``) brings the block's other leaves right after
-  it, at its utility, when the block holds at most ``cap`` tokens (item 4).
+  it, at its utility, when the block holds at most ``cap`` tokens (item 4); ``blocks+clauses``:
+  numbered clauses of several paragraphs count as blocks too (a specification's fields and
+  sections).
 - ``rerank``: the incumbent's passages for ``factor`` times the budget, each scored on its
   own, put in the order of that score (``+rrf``: fused with their own order by reciprocal
   ranks), their leaves given back to the native packing in that order at the real budget (so
@@ -17,9 +19,8 @@ dev half agrees (``adopted``). Knobs are tuned on the ``dev`` half; the ``test``
   with the token-weighted sum of the passage's leaves' unit vectors, which the index already
   holds (no model call; each leaf embedded alone, so not the late-chunked passage vector,
   whose pooled sums the index does not keep) (item 3).
-- ``floor`` (item 5): the payload is left empty when the best cosine of the question with a
-  hit leaf is under the floor; the curve of answerable recall lost against unanswerable
-  questions left empty, on the dev half, and the floor's verdict on the test half.
+- abstention (item 5): the payload is left empty when a signal of the hits is under a
+  threshold; the signals, their curves and their verdicts are ``benches/retrieval_abstain.py``'s.
 
 Baselines (plain chunks) are read from the per-question recalls ``benches/retrieval_buckets.py
 --save-recalls`` wrote; the index from its ``--save-index`` (same build):
@@ -45,6 +46,7 @@ from chunkforge.eval import Span  # noqa: E402
 from chunkforge.index import Index  # noqa: E402
 from chunkforge.index.options import ExpandOptions  # noqa: E402
 from chunkforge.index.payload import Hit, Passage  # noqa: E402
+from retrieval_abstain import report as abstention  # noqa: E402
 from retrieval_blocks import block_spans, leaf_blocks  # noqa: E402
 from retrieval_lab import Lab, Verdict, adopted, beats, bootstrap, test_slices  # noqa: E402
 
@@ -60,8 +62,8 @@ class Bench:
         self.lab, self.index = lab, index
         self.level = len(index.parent_tokens) + 1
         self.hits = [index.search(q.query, k=RECOMMENDED["k"]) for q in lab.queries]
-        # each leaf in a block: its block's leaves and the block's tokens
-        self.block_of: dict[int, tuple[list[int], int]] = {}
+        # each leaf in a block: its block's leaves and the block's tokens (without and with clauses)
+        self.block_of: dict[bool, dict[int, tuple[list[int], int]]] = {False: {}, True: {}}
         self.leaf_tokens: dict[int, int] = {}
         for i, d in enumerate(lab.corpus):
             if d.doc_id not in index:
@@ -69,13 +71,14 @@ class Bench:
             layout = index._layout(d.doc_id)
             for label, s, e in zip(layout.labels.tolist(), layout.starts.tolist(), layout.ends.tolist()):
                 self.leaf_tokens[label] = lab.count(i, s, e)
-            spans = block_spans(d.text)
-            which = leaf_blocks(spans, layout.starts, layout.ends)
-            for b in set(which.tolist()) - {-1}:
-                members = layout.labels[which == b].tolist()
-                tokens = lab.count(i, int(spans[b, 0]), int(spans[b, 1]))
-                for label in members:
-                    self.block_of[label] = (members, tokens)
+            for clauses in (False, True):
+                spans = block_spans(d.text, clauses)
+                which = leaf_blocks(spans, layout.starts, layout.ends)
+                for b in set(which.tolist()) - {-1}:
+                    members = layout.labels[which == b].tolist()
+                    tokens = lab.count(i, int(spans[b, 0]), int(spans[b, 1]))
+                    for label in members:
+                        self.block_of[clauses][label] = (members, tokens)
         self.text_cache: dict[str, np.ndarray] = {}
         self.timing = False  # True: passages embedded by the model, not read from the embedding cache
 
@@ -84,10 +87,12 @@ class Bench:
             return [h.leaf for h in hits], [h.score for h in hits]
         return self.index._expander.spread([h.leaf for h in hits], [h.score for h in hits], spread)
 
-    def with_blocks(self, labels: list[int], utilities: list[float], cap: int) -> tuple[list[int], list[float]]:
+    def with_blocks(
+        self, labels: list[int], utilities: list[float], cap: int, clauses: bool = False
+    ) -> tuple[list[int], list[float]]:
         out, util, seen = [], [], set()
         for label, u in zip(labels, utilities):
-            block = self.block_of.get(label)
+            block = self.block_of[clauses].get(label)
             mates = block[0] if block is not None and block[1] <= cap else [label]
             for m in [label, *mates]:
                 if m not in seen:
@@ -96,10 +101,12 @@ class Bench:
                     util.append(u)
         return out, util
 
-    def passages(self, q: int, budget: int, spread: float | None, cap: int | None = None) -> list[Passage]:
+    def passages(
+        self, q: int, budget: int, spread: float | None, cap: int | None = None, clauses: bool = False
+    ) -> list[Passage]:
         labels, utilities = self.ranked(self.hits[q], spread)
         if cap is not None:
-            labels, utilities = self.with_blocks(labels, utilities, cap)
+            labels, utilities = self.with_blocks(labels, utilities, cap, clauses)
         made = self.index._expander.hits(labels, utilities, self.level)
         return self.index._expand(made, ExpandOptions(budget_tokens=budget)).passages
 
@@ -156,12 +163,6 @@ class Bench:
             out[b] = self.lab.recall(spans)
         return out
 
-    def best_cosine(self, q: int) -> float:
-        hits = self.hits[q]
-        if not hits:
-            return -1.0
-        return float(self.index._cosines([h.leaf for h in hits], self.lab.qvec[q]).max())
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -197,49 +198,25 @@ def main() -> None:
     tuned: dict[str, tuple[str, float]] = {}  # candidate -> (the knob tuned on dev, dev mean)
     for family, knobs, make in (
         ("blocks", CAPS, lambda k: lambda q, b: bench.passages(q, b, spread, int(k))),
+        ("blocks+clauses", CAPS, lambda k: lambda q, b: bench.passages(q, b, spread, int(k), True)),
         *(
             (f"rerank={mode}", FACTORS, lambda k, mode=mode: lambda q, b: bench.reranked(q, b, spread, mode, k))
             for mode in RERANKS
         ),
     ):
         for knob in knobs:
-            name = f"{family} ({'cap' if family == 'blocks' else 'factor'} {knob})"
+            name = f"{family} ({'cap' if family.startswith('blocks') else 'factor'} {knob})"
             t0 = time.perf_counter()
             rows[name] = bench.recalls(make(knob))
             print(name, f"dev {dev_mean(rows[name]):.1f}", f"{time.perf_counter() - t0:.0f} s", flush=True)
-        best = max((n for n in rows if n.startswith(family)), key=lambda n: dev_mean(rows[n]))
+        best = max((n for n in rows if n.startswith(f"{family} (")), key=lambda n: dev_mean(rows[n]))
         tuned[family] = (best, dev_mean(rows[best]))
-
-    # the floor: the best cosine of the question with a hit leaf
-    top = np.array([bench.best_cosine(q) for q in range(len(lab.queries))])
-    answerable = ~np.isnan(rows["incumbent"][1000])
-    curve = [
-        "| floor | "
-        + " | ".join(f"{h} answerable recall lost @{b}" for h in ("dev",) for b in BUDGETS)
-        + " | dev unanswerable left empty | test unanswerable left empty | test answerable left empty |",
-        "|---" * 6 + "|",
-    ]
-    floors = np.round(np.arange(0.30, 0.82, 0.04), 2)
-    for f in floors:
-        empty = top < f
-        lost = [
-            (np.nanmean(rows["incumbent"][b][dev]) - np.nanmean(np.where(empty, 0.0, rows["incumbent"][b])[dev])) * 100
-            for b in BUDGETS
-        ]
-        test = lab.split == "test"
-        curve.append(
-            f"| {f:.2f} | "
-            + " | ".join(f"{x:.1f}" for x in lost)
-            + f" | {empty[dev & ~answerable].mean() * 100:.0f}% | {empty[test & ~answerable].mean() * 100:.0f}% "
-            f"| {empty[test & answerable].mean() * 100:.1f}% |"
-        )
-    # the floor that leaves half of the dev half's unanswerable questions empty, judged by the rule
-    half = float(np.quantile(top[dev & ~answerable], 0.5))
-    rows[f"floor {half:.2f}"] = {b: np.where(top < half, 0.0, r) for b, r in rows["incumbent"].items()}
 
     verdicts: dict[str, Verdict] = {n: beats(rows[n], rows["incumbent"], slices) for n in rows if n != "incumbent"}
     dev_slices = [(label, m & dev) for label, m in test_slices(lab, half=None)]
     dev_verdicts = {n: beats(rows[n], rows["incumbent"], dev_slices) for n in rows if n != "incumbent"}
+    floors, _ = abstention(lab, index, bench.hits, rows["incumbent"], slices, dev_slices)
+    answerable = ~np.isnan(rows["incumbent"][1000])
     if args.save_recalls:
         np.savez(args.save_recalls, **{f"{name} @{b}": r for name, by in rows.items() for b, r in by.items()})
 
@@ -247,8 +224,10 @@ def main() -> None:
     payloads: dict[str, Callable[[int], list[Passage]]] = {"incumbent": lambda q: bench.passages(q, 1000, spread)}
     for family, (name, _) in tuned.items():
         knob = float(name.split(" ")[-1].rstrip(")"))
-        if family == "blocks":
-            payloads[name] = lambda q, cap=int(knob): bench.passages(q, 1000, spread, cap)
+        if family.startswith("blocks"):
+            payloads[name] = lambda q, cap=int(knob), c=family == "blocks+clauses": bench.passages(
+                q, 1000, spread, cap, c
+            )
         else:
             mode = family.split("=")[1]
             payloads[name] = lambda q, mode=mode, k=knob: bench.reranked(q, 1000, spread, mode, k)
@@ -293,7 +272,7 @@ def main() -> None:
             f"| {name} | " + " | ".join(cells) + f" | {verdicts.get(name, '(incumbent)')} "
             f"| {dev_verdicts.get(name, '(incumbent)')} | {decision} |"
         )
-    chosen = [tuned[f][0] for f in tuned] + [f"floor {half:.2f}"]
+    chosen = [tuned[f][0] for f in tuned]
     per_slice = [
         "| test slice | n | " + " | ".join(f"{n} minus incumbent @{b}" for n in chosen for b in BUDGETS) + " |",
         "|---" * (2 + len(chosen) * len(BUDGETS)) + "|",
@@ -327,7 +306,7 @@ def main() -> None:
     text = "\n".join(
         [
             "<!-- Written by benches/retrieval_defaults.py (issue 41). -->",
-            "# Candidates for the default payload: blocks, reranking, a floor",
+            "# Candidates for the default payload: blocks, reranking, abstention",
             "",
             f"`benches/devset`, `{index!r}`; the incumbent: the recommended policy (spread={spread!r}, "
             f"k={RECOMMENDED['k']}). Evidence-token recall (%), means over answerable questions. "
@@ -345,12 +324,9 @@ def main() -> None:
             "",
             *per_slice,
             "",
-            "## The floor: answerable recall lost against unanswerable questions left empty",
+            "## Abstention: which signal leaves unanswerable questions empty",
             "",
-            f"The signal: the best cosine of the question with a hit leaf (int8 copy). The floor judged above "
-            f"({half:.2f}) leaves half of the dev half's unanswerable questions empty.",
-            "",
-            *curve,
+            *floors,
             "",
             "## Test half: the incumbent against the best plain-chunk baseline of each slice",
             "",
