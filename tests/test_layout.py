@@ -239,3 +239,13 @@ def test_every_index_keeps_the_contract():
             found = set(inspect.signature(getattr(kind, method)).parameters) - {"self"}
             assert found == names, f"{kind.__name__}.{method}: {sorted(found ^ names)}"
         assert issubclass(kind, Retriever)
+
+
+def test_the_service_takes_the_search_keywords_that_json_can_carry():
+    """A request's search fields are ``k`` and the search keywords (``chunkforge.index.options``)
+    but the ``Filter`` object, which is the server's to make."""
+    pytest.importorskip("pydantic")
+    from chunkforge.index.options import SEARCH_NAMES
+    from chunkforge.serve.models import Filters
+
+    assert set(Filters.model_fields) == {"k", *SEARCH_NAMES} - {"filter"}

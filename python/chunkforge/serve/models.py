@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from .._recommended import RECOMMENDED
-from ..index.options import ExpandOptions
+from ..index.options import SEARCH_NAMES, ExpandOptions
 
 MAX_K = 1000
 """The most leaves one request may retrieve."""
@@ -81,11 +81,18 @@ class Filters(Strict):
     )
 
     def search_options(self) -> dict[str, Any]:
-        """The keyword arguments of ``search`` (``where`` only when given)."""
-        options = self.model_dump(include={"k", "doc_id", "source", "heading_prefix", "hybrid"})
+        """The keyword arguments of ``search``: ``k`` and the search keywords the service takes
+        (all of :data:`~chunkforge.index.options.SEARCH_NAMES` but a ``Filter`` object, which
+        JSON cannot carry; ``where`` only when given)."""
+        options = self.model_dump(include={"k", *WIRE_SEARCH_NAMES} - {"where"})
         if self.where is not None:
             options["where"] = self.where
         return options
+
+
+WIRE_SEARCH_NAMES = tuple(name for name in SEARCH_NAMES if name != "filter")
+"""The search keywords a request carries (a ``Filter`` is the server's: ``--pin-where`` and the
+filter header make it)."""
 
 
 def _expansion_field(name: str, default: Any = dataclasses.MISSING) -> Any:
