@@ -22,6 +22,7 @@ import pytest
 import chunkforge
 from chunkforge import RecursiveChunker, TokenChunker
 from chunkforge.cli import main
+from chunkforge.errors import ChunkforgeError
 
 from conftest import corpus
 
@@ -274,8 +275,9 @@ def test_from_dir_config_that_is_not_an_object(tmp_path: Path) -> None:
     (tmp_path / "tokenizer.json").write_text(
         (Path(chunkforge.__file__).parent / "data" / DEFAULT_TOKENIZER).read_text(encoding="utf-8")
     )
-    with pytest.raises(ValueError, match=r"config\.json must hold a JSON object"):
+    with pytest.raises(ChunkforgeError, match=r"config\.json: must hold a JSON object") as caught:
         Encoder.from_dir(tmp_path)
+    assert caught.value.where == str(tmp_path / "config.json")
 
 
 def test_corrupt_cached_graph_is_converted_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

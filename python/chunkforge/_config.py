@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .errors import ArgumentError, ArgumentTypeError
+
 
 def to_config(value: Any) -> Any:
     """A chunker, encoder or tokenizer (and their parameters) as plain JSON/YAML values that
@@ -52,7 +54,9 @@ def to_config(value: Any) -> Any:
             "class": _chunkforge_name(cls),
             "params": {k: to_config(v) for k, v in params.items()},
         }
-    raise TypeError(f"cannot serialize a {type(value).__name__} (chunkforge chunkers, encoders and tokenizers only)")
+    raise ArgumentTypeError(
+        f"cannot serialize a {type(value).__name__} (chunkforge chunkers, encoders and tokenizers only)", param="value"
+    )
 
 
 def from_config(config: Any) -> Any:
@@ -77,7 +81,7 @@ def from_config(config: Any) -> Any:
     if kind == "encoder":
         factory = config["factory"]
         if factory not in ("Encoder", "default", "from_dir", "from_pretrained"):
-            raise ValueError(f"unknown encoder factory {factory!r}")
+            raise ArgumentError(f"unknown encoder factory {factory!r}", param="config")
         from .encoder import Encoder
 
         make = Encoder if factory == "Encoder" else getattr(Encoder, factory)

@@ -139,7 +139,9 @@ def contextualize(
     chunks = list(chunks)
     for i, c in enumerate(chunks):
         if not isinstance(c, Chunk) or document[c.start : c.end] != c.text:
-            raise ValueError(f"chunks[{i}] is not a Chunk of this document (its text differs from document[start:end])")
+            raise ArgumentError(
+                "is not a Chunk of this document (its text differs from document[start:end])", param=f"chunks[{i}]"
+            )
     namespace = namespace or f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
     digest = hashlib.sha256(document.encode("utf-8", "surrogatepass")).hexdigest()
     db = _open_cache(cache) if use_cache else None
@@ -208,8 +210,8 @@ def _parse(template: str) -> list[tuple[str, str | None, str | None, str | None]
     fields = [f for _, f, _, _ in parts if f is not None]
     unknown = [f for f in fields if f not in FIELDS]
     if unknown or "text" not in fields:
-        raise ValueError(
-            f"template {template!r} must contain {{text}} and only the fields "
-            f"{', '.join('{' + f + '}' for f in FIELDS)}"
+        raise ArgumentError(
+            f"{template!r} must contain {{text}} and only the fields {', '.join('{' + f + '}' for f in FIELDS)}",
+            param="template",
         )
     return parts

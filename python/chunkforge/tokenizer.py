@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _native
-from .errors import ArgumentError, ArgumentTypeError
+from .errors import ArgumentError, ArgumentTypeError, TokenizerError
 
 DEFAULT_TOKENIZER = "all-MiniLM-L6-v2.tokenizer.json"
 DEFAULT_MODEL_MAX_LENGTH = 256
@@ -63,7 +63,7 @@ class Tokenizer:
         """Loads a ``tokenizer.json`` file."""
         path = Path(path)
         if path.is_dir():
-            raise ValueError(f"{path} is a folder; use Tokenizer.from_pretrained for a model folder")
+            raise ArgumentError(f"{path} is a folder; use Tokenizer.from_pretrained for a model folder", param="path")
         if not path.exists():
             raise FileNotFoundError(f"tokenizer file not found: {path}")
         return cls(_native.Tokenizer.from_file(str(path)), str(path))
@@ -216,9 +216,9 @@ def model_max_length(folder: Path) -> int | None:
         try:
             value = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            raise ValueError(f"cannot read {path}: {exc}") from exc
+            raise TokenizerError(f"cannot read it: {exc}", where=str(path)) from exc
         if not isinstance(value, dict):
-            raise ValueError(f"{path} must hold a JSON object, not a {type(value).__name__}")
+            raise TokenizerError(f"must hold a JSON object, not a {type(value).__name__}", where=str(path))
         return value
 
     sbert = read("sentence_bert_config.json")
@@ -258,9 +258,10 @@ def as_tokenizer(tokenizer: Any) -> Tokenizer:
         return Tokenizer.from_pretrained(path) if path.is_dir() else Tokenizer.from_file(path)
     if hasattr(tokenizer, "to_str"):
         return Tokenizer.from_tokenizers(tokenizer)
-    raise TypeError(
-        "tokenizer must be a chunkforge.Tokenizer, a path to tokenizer.json, "
-        f"a tokenizers.Tokenizer, an Encoder or None, not {type(tokenizer).__name__}"
+    raise ArgumentTypeError(
+        "must be a chunkforge.Tokenizer, a path to tokenizer.json, "
+        f"a tokenizers.Tokenizer, an Encoder or None, not {type(tokenizer).__name__}",
+        param="tokenizer",
     )
 
 
