@@ -31,9 +31,20 @@ module names what they offer.
 
 >>> is_store("no-store-here"), is_local("store.lancedb"), is_local("s3://bucket/store")
 (False, True, False)
->>> from chunkforge.index import Index  # doctest: +SKIP
->>> write_store("vectors", "store.lancedb")  # doctest: +SKIP
->>> Index.open("store.lancedb").query("how do I install it?").render()  # doctest: +SKIP
+
+The bulk job's tree dataset (``vectors``) into a store, then queried (in a temporary folder):
+
+>>> import tempfile
+>>> from chunkforge import bulk
+>>> from chunkforge.index import Index
+>>> folder = tempfile.TemporaryDirectory()
+>>> vectors, store = f"{folder.name}/vectors", f"{folder.name}/store.lancedb"
+>>> _ = bulk.run(["docs/how-it-works.md"], vectors, units="tree", progress=False)
+>>> write_store(vectors, store)
+1
+>>> Index.open(store).query("how are offsets computed?", budget_tokens=60).passages[0].doc_id
+'docs/how-it-works.md'
+>>> folder.cleanup()
 """
 
 from __future__ import annotations

@@ -220,8 +220,24 @@ class StoreIndex:
     and ``refine_factor``: the ANN search's. A path that holds no store is a FileNotFoundError
     (nothing is created there).
 
-    >>> index = StoreIndex("store.lancedb")  # doctest: +SKIP
-    >>> index.query("how do I install it?", where={"acl": "public"}).render()  # doctest: +SKIP
+    A store of two documents, one public and one for staff (in a temporary folder):
+
+    >>> import json, tempfile
+    >>> from chunkforge import bulk
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> docs = [{"id": "a.md", "acl": "public", "text": "# Setup\\n\\nInstall it with pip. Then run the tests."},
+    ...         {"id": "b.md", "acl": "staff", "text": "# Setup\\n\\nInstall it from the internal mirror."}]
+    >>> with open(f"{folder.name}/docs.jsonl", "w") as f:
+    ...     _ = f.write("".join(json.dumps(doc) + "\\n" for doc in docs))
+    >>> store = f"{folder.name}/store.lancedb"
+    >>> _ = bulk.run([f"{folder.name}/docs.jsonl"], f"{folder.name}/vectors", units="tree", lancedb=store, progress=False)
+    >>> index = StoreIndex(store)
+    >>> print(index.query("how do I install it?", where={"acl": "public"}).render())
+    [1] a.md:0-49 (Setup)
+    # Setup
+    <BLANKLINE>
+    Install it with pip. Then run the tests.
+    >>> folder.cleanup()
     """
 
     def __init__(
@@ -356,7 +372,21 @@ class StoreIndex:
         index), fused as the in-memory index fuses them; ``where``, ``doc_id``, ``source`` and
         ``filter`` narrow it as in memory (pushed down to LanceDB's filters).
 
-        >>> [h.doc_id for h in index.search("install", k=3, where={"acl": "public"})]  # doctest: +SKIP
+        >>> import json, tempfile
+        >>> from chunkforge import bulk
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> docs = [{"id": "a.md", "acl": "public", "text": "Install it with pip. Then run the tests."},
+        ...         {"id": "b.md", "acl": "staff", "text": "Install it from the internal mirror."}]
+        >>> with open(f"{folder.name}/docs.jsonl", "w") as f:
+        ...     _ = f.write("".join(json.dumps(doc) + "\\n" for doc in docs))
+        >>> store = f"{folder.name}/store.lancedb"
+        >>> _ = bulk.run([f"{folder.name}/docs.jsonl"], f"{folder.name}/vectors", units="tree", lancedb=store, progress=False)
+        >>> index = StoreIndex(store)
+        >>> sorted({h.doc_id for h in index.search("install", k=3)})
+        ['a.md', 'b.md']
+        >>> [h.doc_id for h in index.search("install", k=3, where={"acl": "public"})]
+        ['a.md', 'a.md']
+        >>> folder.cleanup()
         """
         passes, hybrid = search_filter(keywords)
         return self._search(self._now, query, k, passes, hybrid)

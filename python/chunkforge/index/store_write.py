@@ -188,8 +188,14 @@ def write_store(
     ``tokenizer``: the dataset's, whose words of each document the store keeps so that a reader
     need not tokenize it again (default: the default model's, for a dataset of that model).
 
-    >>> write_store("vectors", "store.lancedb")  # doctest: +SKIP
-    1
+    >>> import tempfile
+    >>> from chunkforge import bulk
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> vectors, store = f"{folder.name}/vectors", f"{folder.name}/store.lancedb"
+    >>> _ = bulk.run(["docs/how-it-works.md"], vectors, units="tree", progress=False)
+    >>> write_store(vectors, store), write_store(vectors, store)  # the second: nothing changed, no new commit
+    (1, 1)
+    >>> folder.cleanup()
     """
     if ann_index not in ANN_INDEXES:
         raise ValueError(f"ann_index must be one of {', '.join(ANN_INDEXES)}, not {ann_index!r}")
@@ -332,8 +338,14 @@ def write_lancedb(dataset: str | os.PathLike[str], uri: str | os.PathLike[str], 
     ones, and a crash leaves the previous version). Returns the rows the dataset put there
     (its leaves or its chunks). One writer at a time, as for the store.
 
-    >>> write_lancedb("vectors", "vectors.lancedb")  # doctest: +SKIP
-    1200
+    >>> import tempfile
+    >>> from chunkforge import bulk
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> vectors = f"{folder.name}/vectors"
+    >>> summary = bulk.run(["docs/how-it-works.md"], vectors, progress=False)  # plain chunks
+    >>> write_lancedb(vectors, f"{folder.name}/vectors.lancedb") == summary.rows
+    True
+    >>> folder.cleanup()
     """
     manifest = DatasetManifest.read(dataset)
     if manifest.units == "tree":
