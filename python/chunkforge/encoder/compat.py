@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._checks import check_int
-from ..errors import ArgumentError, ArgumentTypeError
+from ..errors import ArgumentError, ArgumentTypeError, ModelError
 from ..tokenizer import model_max_length
 
 if TYPE_CHECKING:
@@ -227,7 +227,9 @@ def read_model_config(folder: Path) -> dict[str, object]:
         elif modes == ["cls_token"]:
             settings["pooling"] = "cls"
         else:
-            raise ValueError(f"{pooling_file}: unsupported pooling {modes or 'none'} (mean_tokens or cls_token only)")
+            raise ModelError(
+                f"unsupported pooling {modes or 'none'} (mean_tokens or cls_token only)", where=str(pooling_file)
+            )
     return settings
 
 
@@ -238,10 +240,10 @@ def read_json(path: Path, kind: type = dict) -> Any:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ValueError(f"cannot read {path}: {exc}") from exc
+        raise ModelError(f"cannot read it: {exc}", where=str(path)) from exc
     if not isinstance(value, kind):
         expected = "a JSON object" if kind is dict else "a JSON array"
-        raise ValueError(f"{path} must hold {expected}, not a {type(value).__name__}")
+        raise ModelError(f"must hold {expected}, not a {type(value).__name__}", where=str(path))
     return value
 
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from .._checks import check_int
 from .._io import cache_root, checksum_ok, write_checksum
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ModelError
 from ..tokenizer import Tokenizer
 from .export import OPSET, _save, _write_atomic, build_bert_graph, check_convertible, optimize
 
@@ -63,7 +63,9 @@ def build_cross_graph(weights: Path, config: dict[str, Any]) -> onnx.ModelProto:
     ):
         value = w.get(key, w.get(key.removeprefix("bert.")))
         if value is None:
-            raise ValueError(f"{weights} has no tensor {key!r}; not a BertForSequenceClassification checkpoint")
+            raise ModelError(
+                f"has no tensor {key!r}; not a BertForSequenceClassification checkpoint", where=str(weights)
+            )
         head[name] = value.astype(np.float32)
     g = model.graph
     g.initializer.extend(
@@ -153,7 +155,7 @@ class CrossEncoder:
         self.batch_tokens = check_int("batch_tokens", batch_tokens, 1)
         prefix, suffix = tokenizer.special_tokens
         if len(prefix) != 1 or len(suffix) != 1:
-            raise ValueError(f"{tokenizer.source}: a BERT tokenizer adds [CLS] and [SEP], not {prefix} / {suffix}")
+            raise ModelError(f"a BERT tokenizer adds [CLS] and [SEP], not {prefix} / {suffix}", where=tokenizer.source)
         self._cls, self._sep, self._pad = prefix[0], suffix[0], tokenizer.pad_id
         if not self.graph.is_file():
             raise FileNotFoundError(f"ONNX graph not found: {self.graph}")
@@ -167,7 +169,9 @@ class CrossEncoder:
         )
         names = {i.name for i in self._session.get_inputs()}
         if not {"input_ids", "attention_mask"} <= names:
-            raise ValueError(f"{self.graph}: a cross-encoder graph takes input_ids and attention_mask, not {names}")
+            raise ModelError(
+                f"a cross-encoder graph takes input_ids and attention_mask, not {names}", where=str(self.graph)
+            )
         self._types = "token_type_ids" in names
         self._output = next((o.name for o in self._session.get_outputs() if o.name == LOGITS), None)
         if self._output is None:

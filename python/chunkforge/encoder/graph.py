@@ -14,6 +14,8 @@ from typing import Literal
 
 import numpy as np
 
+from ..errors import ModelError
+
 try:
     import onnx
 except ImportError as exc:
@@ -31,7 +33,7 @@ def load_graph(graph: Path) -> onnx.ModelProto:
         # weights stored as external data stay on disk: ONNX Runtime reads them (no 2 GB limit)
         return onnx.load(str(graph), load_external_data=False)
     except Exception as exc:  # protobuf's DecodeError and friends
-        raise ValueError(f"cannot load ONNX graph {graph}: {exc}") from exc
+        raise ModelError(f"cannot load the ONNX graph: {exc}", where=str(graph)) from exc
 
 
 def external_data(model: onnx.ModelProto) -> bool:
@@ -48,27 +50,31 @@ def graph_io(model: onnx.ModelProto, graph: Path) -> tuple[dict[str, type], str]
         if node.name in weights:
             continue
         if node.name not in ("input_ids", "attention_mask", "token_type_ids"):
-            raise ValueError(
-                f"{graph}: unexpected graph input {node.name!r} (a BERT graph takes "
-                "input_ids, attention_mask and optionally token_type_ids)"
+            raise ModelError(
+                f"unexpected graph input {node.name!r} (a BERT graph takes "
+                "input_ids, attention_mask and optionally token_type_ids)",
+                where=str(graph),
             )
         elem = node.type.tensor_type.elem_type
         if elem not in dtypes:
-            raise ValueError(
-                f"{graph}: input {node.name!r} has type "
-                f"{onnx.TensorProto.DataType.Name(elem).lower()}, expected int64 or int32"
+            raise ModelError(
+                f"input {node.name!r} has type {onnx.TensorProto.DataType.Name(elem).lower()}, expected int64 or int32",
+                where=str(graph),
             )
         inputs[node.name] = dtypes[elem]
     for name in ("input_ids", "attention_mask"):
         if name not in inputs:
-            raise ValueError(f"{graph}: graph lacks the input {name!r} (inputs: {', '.join(inputs) or 'none'})")
+            raise ModelError(
+                f"graph lacks the input {name!r} (inputs: {', '.join(inputs) or 'none'})", where=str(graph)
+            )
     outputs = {node.name: node for node in model.graph.output}
     named = [name for name in TOKEN_OUTPUTS if name in outputs]
     ranked = [name for name, node in outputs.items() if len(node.type.tensor_type.shape.dim) == 3]
     if not named and not ranked:
-        raise ValueError(
-            f"{graph}: no token-states output ({' or '.join(TOKEN_OUTPUTS)}, "
-            f"or any [batch, sequence, hidden] output) among {', '.join(outputs)}"
+        raise ModelError(
+            f"no token-states output ({' or '.join(TOKEN_OUTPUTS)}, "
+            f"or any [batch, sequence, hidden] output) among {', '.join(outputs)}",
+            where=str(graph),
         )
     return inputs, (named or ranked)[0]
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import ModelError
+
 try:
     import onnxruntime as ort
 except ImportError as exc:
@@ -61,7 +63,7 @@ def session(
         chosen = [(p, {"use_tf32": "0"}) if p == "CUDAExecutionProvider" else p for p in providers]
         return ort.InferenceSession(model, options, providers=chosen)
     except Exception as exc:  # ORT raises its own exception types for corrupt graphs and bad providers
-        raise ValueError(f"cannot load ONNX graph {graph}: {exc}") from exc
+        raise ModelError(f"cannot load the ONNX graph: {exc}", where=str(graph)) from exc
 
 
 def run(session: ort.InferenceSession, feed: dict[str, np.ndarray], output: str, cuda: bool) -> np.ndarray:

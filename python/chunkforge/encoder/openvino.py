@@ -32,7 +32,7 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ModelError
 
 
 def _without_telemetry() -> None:
@@ -109,7 +109,7 @@ class OpenVinoRunner:
         try:
             self._model = core().compile_model(core().read_model(model, b""), "CPU", config)
         except RuntimeError as exc:  # OpenVINO raises RuntimeError for graphs it cannot read or compile
-            raise ValueError(f"OpenVINO cannot compile the graph: {exc}") from exc
+            raise ModelError(f"OpenVINO cannot compile the graph: {exc}") from exc
         self.precision = precision
         self.inputs = [port.get_any_name() for port in self._model.inputs]
         self.max_width = max_width
