@@ -129,6 +129,11 @@ class Bench:
                 self.text_cache[t] = v
         return [float(self.text_cache[p.text] @ self.lab.qvec[q]) for p in passages]
 
+    def scores(self, q: int, mode: str, passages: list[Passage]) -> list[float]:
+        """Each passage's score for the question in rerank ``mode`` (``text``: the bi-encoder on
+        its text; else its leaves' vectors)."""
+        return self.text_scores(q, passages) if mode.startswith("text") else [self.leaves_score(q, p) for p in passages]
+
     def reranked(self, q: int, budget: int, spread: float | None, mode: str, factor: float) -> list[Passage]:
         """The incumbent's passages for ``factor`` times the budget, in the order of their
         new scores (``+rrf``: fused with their own order by reciprocal ranks, k=60); their
@@ -136,10 +141,7 @@ class Bench:
         labels, utilities = self.ranked(self.hits[q], spread)
         made = self.index._expander.hits(labels, utilities, self.level)
         candidates = self.index._expand(made, ExpandOptions(budget_tokens=int(budget * factor))).passages
-        if mode.startswith("text"):
-            scores = self.text_scores(q, candidates)
-        else:
-            scores = [self.leaves_score(q, p) for p in candidates]
+        scores = self.scores(q, mode, candidates)
         order = sorted(range(len(candidates)), key=lambda i: -scores[i])
         if mode.endswith("+rrf"):
             rank = {i: r for r, i in enumerate(order)}

@@ -38,7 +38,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from chunkforge._recommended import RECOMMENDED  # noqa: E402
 from chunkforge.encoder.cross import CrossEncoder  # noqa: E402
 from chunkforge.index import Index  # noqa: E402
-from chunkforge.index.options import ExpandOptions  # noqa: E402
 from chunkforge.index.payload import Passage  # noqa: E402
 from chunkforge.index.rerank import LateLeafVectors, rerank_query  # noqa: E402
 from retrieval_defaults import BUDGETS, Bench, Recalls  # noqa: E402
@@ -65,33 +64,11 @@ class RerankBench(Bench):
         return {b: np.where(self.skip, np.nan, r) for b, r in super().recalls(make).items()}
 
     def scores(self, q: int, mode: str, passages: list[Passage]) -> list[float]:
+        """``Bench.scores``, and the passages' late-chunked vectors for ``late`` modes (their
+        rerank is ``Bench.reranked``'s)."""
         if mode.startswith("late"):
             return self.late.score(self.lab.queries[q].query, passages, vector=self.lab.qvec[q]).tolist()
-        return [self.leaves_score(q, p) for p in passages]
-
-    def reranked(self, q: int, budget: int, spread: float | None, mode: str, factor: float) -> list[Passage]:
-        """``Bench.reranked`` with the late-chunked scores: the incumbent's passages for
-        ``factor`` times the budget in the order of their scores (``+rrf``: fused with their own
-        order, k=60), their leaves back to the native packing at the real budget."""
-        labels, utilities = self.ranked(self.hits[q], spread)
-        made = self.index._expander.hits(labels, utilities, self.level)
-        candidates = self.index._expand(made, ExpandOptions(budget_tokens=int(budget * factor))).passages
-        scores = self.scores(q, mode, candidates)
-        order = sorted(range(len(candidates)), key=lambda i: -scores[i])
-        if mode.endswith("+rrf"):
-            rank = {i: r for r, i in enumerate(order)}
-            order = sorted(range(len(candidates)), key=lambda i: -(1 / (61 + i) + 1 / (61 + rank[i])))
-        at = {label: i for i, label in enumerate(labels)}
-        ranked: list[int] = []
-        for i in order:
-            p = candidates[i]
-            layout = self.index._layout(p.doc_id)
-            inside = layout.labels[
-                np.searchsorted(layout.starts, p.start) : np.searchsorted(layout.ends, p.end, "right")
-            ]
-            ranked += sorted((x for x in inside.tolist() if x in at), key=at.__getitem__)
-        made = self.index._expander.hits(ranked, [float(len(ranked) - j) for j in range(len(ranked))], self.level)
-        return self.index._expand(made, ExpandOptions(budget_tokens=budget)).passages
+        return super().scores(q, mode, passages)
 
 
 class Given:
