@@ -21,6 +21,7 @@ from .payload import Hit, Packed, Passage, Payload
 if TYPE_CHECKING:
     from .._native import Expander
 
+
 class LeafLayout(NamedTuple):
     """A document's leaves in text order: their labels, ``str`` start offsets, sections and
     ``str`` end offsets."""
