@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from chunkforge._recommended import RECOMMENDED  # noqa: E402
 from chunkforge.eval import Span  # noqa: E402
 from chunkforge.index import Index  # noqa: E402
-from retrieval_lab import Lab, beats, bootstrap, rrf, test_slices  # noqa: E402
+from retrieval_lab import Lab, beats, paired_ci, percent, rrf, test_slices  # noqa: E402
 
 BUDGETS = (500, 1000)
 INDEXES = {"no prefix": False, "prefix": True}
@@ -88,19 +88,12 @@ def main() -> None:
         if decay is not None
     ]
 
-    def mean(r: np.ndarray, m: np.ndarray) -> float:
-        return float(np.nanmean(r[m])) * 100
-
-    def ci(a: np.ndarray, c: np.ndarray, m: np.ndarray) -> str:
-        d, lo, hi = bootstrap(a[m], c[m])
-        return f"{d * 100:+.1f} [{lo * 100:+.1f}, {hi * 100:+.1f}]"
-
     lines = [
         "| pipeline | " + " | ".join(f"{s} @{b}" for b in BUDGETS for s in ("dev", "test")) + " |",
         "|---" * 5 + "|",
     ]
     for name, by in rows.items():
-        cells = [f"{mean(by[b], lab.split == s):.1f}" for b in BUDGETS for s in ("dev", "test")]
+        cells = [f"{percent(by[b], lab.split == s):.1f}" for b in BUDGETS for s in ("dev", "test")]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     table = [
         "| test slice | n | "
@@ -116,13 +109,13 @@ def main() -> None:
         m = m & ~np.isnan(rows[rec][1000])
         cells = []
         for b in BUDGETS:
-            top = max(baselines, key=lambda n: mean(rows[n][b], m))
+            top = max(baselines, key=lambda n: percent(rows[n][b], m))
             cells += [
-                f"{mean(rows[rec][b], m):.1f}",
-                f"{mean(rows[top][b], m):.1f} ({top})",
-                ci(rows[rec][b], rows[top][b], m),
-                ci(rows[rec][b], rows[before][b], m),
-                ci(rows[spread][b], rows[bare][b], m),
+                f"{percent(rows[rec][b], m):.1f}",
+                f"{percent(rows[top][b], m):.1f} ({top})",
+                paired_ci(rows[rec][b], rows[top][b], m),
+                paired_ci(rows[rec][b], rows[before][b], m),
+                paired_ci(rows[spread][b], rows[bare][b], m),
             ]
         table.append(f"| {label} | {int(m.sum())} | " + " | ".join(cells) + " |")
     p50 = {name: float(np.median(t)) * 1000 for name, t in seconds.items()}

@@ -48,7 +48,7 @@ from chunkforge.index.options import ExpandOptions  # noqa: E402
 from chunkforge.index.payload import Hit, Passage  # noqa: E402
 from retrieval_abstain import report as abstention  # noqa: E402
 from retrieval_blocks import block_spans, leaf_blocks  # noqa: E402
-from retrieval_lab import Lab, Verdict, adopted, beats, bootstrap, test_slices  # noqa: E402
+from retrieval_lab import Lab, Verdict, adopted, beats, paired_ci, percent, test_slices  # noqa: E402
 
 BUDGETS = (500, 1000)
 CAPS = (128, 256, 512)
@@ -166,6 +166,48 @@ class Bench:
         return out
 
 
+def verdict_table(
+    rows: dict[str, Recalls],
+    verdicts: dict[str, Verdict],
+    dev_verdicts: dict[str, Verdict],
+    split: np.ndarray,
+    dev_mean: Callable[[Recalls], float],
+) -> list[str]:
+    """Each payload's mean recall per half and budget, its verdicts against ``rows["incumbent"]``
+    by the defaults rule on each half, and whether it is adopted (a Markdown table)."""
+    out = [
+        "| payload | dev @500 | test @500 | dev @1000 | test @1000 | test half: verdict against the incumbent "
+        "| dev half: the same rule | decision |",
+        "|---" * 8 + "|",
+    ]
+    for name, by in rows.items():
+        cells = [f"{percent(by[b], split == s):.1f}" for b in BUDGETS for s in ("dev", "test")]
+        decision = ""
+        if name != "incumbent":
+            gain = dev_mean(by) - dev_mean(rows["incumbent"])
+            decision = "adopted" if adopted(verdicts[name], dev_verdicts[name], gain) else "not adopted"
+        out.append(
+            f"| {name} | " + " | ".join(cells) + f" | {verdicts.get(name, '(incumbent)')} "
+            f"| {dev_verdicts.get(name, '(incumbent)')} | {decision} |"
+        )
+    return out
+
+
+def slice_table(
+    rows: dict[str, Recalls], chosen: list[str], slices: list[tuple[str, np.ndarray]], answerable: np.ndarray
+) -> list[str]:
+    """Each chosen payload minus the incumbent per test slice and budget, with its paired CI."""
+    out = [
+        "| test slice | n | " + " | ".join(f"{n} minus incumbent @{b}" for n in chosen for b in BUDGETS) + " |",
+        "|---" * (2 + len(chosen) * len(BUDGETS)) + "|",
+    ]
+    for label, m in slices:
+        m = m & answerable
+        cells = [paired_ci(rows[n][b], rows["incumbent"][b], m) for n in chosen for b in BUDGETS]
+        out.append(f"| {label} | {int(m.sum())} | " + " | ".join(cells) + " |")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--index", required=True, help="the dev set's index (retrieval_buckets.py --save-index)")
@@ -247,42 +289,9 @@ def main() -> None:
             seconds[name].append(searching[-1] + time.perf_counter() - t0)
     p50 = {n: float(np.median(t)) * 1000 for n, t in seconds.items()}
 
-    def mean(r: np.ndarray, m: np.ndarray) -> float:
-        return float(np.nanmean(r[m])) * 100
-
-    def ci(a: np.ndarray, c: np.ndarray, m: np.ndarray) -> str:
-        d, lo, hi = bootstrap(a[m], c[m])
-        return f"{d * 100:+.1f} [{lo * 100:+.1f}, {hi * 100:+.1f}]"
-
-    overall = [
-        "| payload | dev @500 | test @500 | dev @1000 | test @1000 | test half: verdict against the incumbent "
-        "| dev half: the same rule | decision |",
-        "|---" * 8 + "|",
-    ]
-    for name, by in rows.items():
-        cells = [f"{mean(by[b], lab.split == s):.1f}" for b in BUDGETS for s in ("dev", "test")]
-        decision = (
-            ""
-            if name == "incumbent"
-            else (
-                "adopted"
-                if adopted(verdicts[name], dev_verdicts[name], dev_mean(by) - dev_mean(rows["incumbent"]))
-                else "not adopted"
-            )
-        )
-        overall.append(
-            f"| {name} | " + " | ".join(cells) + f" | {verdicts.get(name, '(incumbent)')} "
-            f"| {dev_verdicts.get(name, '(incumbent)')} | {decision} |"
-        )
+    overall = verdict_table(rows, verdicts, dev_verdicts, lab.split, dev_mean)
     chosen = [tuned[f][0] for f in tuned]
-    per_slice = [
-        "| test slice | n | " + " | ".join(f"{n} minus incumbent @{b}" for n in chosen for b in BUDGETS) + " |",
-        "|---" * (2 + len(chosen) * len(BUDGETS)) + "|",
-    ]
-    for label, m in slices:
-        m = m & answerable
-        cells = [ci(rows[n][b], rows["incumbent"][b], m) for n in chosen for b in BUDGETS]
-        per_slice.append(f"| {label} | {int(m.sum())} | " + " | ".join(cells) + " |")
+    per_slice = slice_table(rows, chosen, slices, answerable)
     against = [
         "| test slice | n | "
         + " | ".join(f"incumbent @{b} | best baseline @{b} | minus best [95% CI]" for b in BUDGETS)
@@ -293,11 +302,11 @@ def main() -> None:
         m = m & answerable
         cells = []
         for b in BUDGETS:
-            best = max(baselines, key=lambda n: mean(baselines[n][b], m))
+            best = max(baselines, key=lambda n: percent(baselines[n][b], m))
             cells += [
-                f"{mean(rows['incumbent'][b], m):.1f}",
-                f"{mean(baselines[best][b], m):.1f} ({best})",
-                ci(rows["incumbent"][b], baselines[best][b], m),
+                f"{percent(rows['incumbent'][b], m):.1f}",
+                f"{percent(baselines[best][b], m):.1f} ({best})",
+                paired_ci(rows["incumbent"][b], baselines[best][b], m),
             ]
         against.append(f"| {label} | {int(m.sum())} | " + " | ".join(cells) + " |")
     cost = (

@@ -164,6 +164,17 @@ def bootstrap(a: np.ndarray, b: np.ndarray, rounds: int = 4000, seed: int = 0) -
     return float(d.mean()), float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
 
 
+def percent(r: np.ndarray, m: np.ndarray) -> float:
+    """Mean recall (%) of the questions in mask ``m`` (NaN: not measured, left out)."""
+    return float(np.nanmean(r[m])) * 100
+
+
+def paired_ci(a: np.ndarray, c: np.ndarray, m: np.ndarray) -> str:
+    """``a - c`` over the questions in mask ``m``, in points, with its paired 95% CI."""
+    d, lo, hi = bootstrap(a[m], c[m])
+    return f"{d * 100:+.1f} [{lo * 100:+.1f}, {hi * 100:+.1f}]"
+
+
 @dataclass
 class Verdict:
     """A candidate against the incumbent by the defaults rule (:func:`beats`): the slices

@@ -40,8 +40,8 @@ from chunkforge.encoder.cross import CrossEncoder  # noqa: E402
 from chunkforge.index import Index  # noqa: E402
 from chunkforge.index.payload import Passage  # noqa: E402
 from chunkforge.index.rerank import LateLeafVectors, rerank_query  # noqa: E402
-from retrieval_defaults import BUDGETS, Bench, Recalls  # noqa: E402
-from retrieval_lab import Lab, Verdict, adopted, beats, bootstrap, test_slices  # noqa: E402
+from retrieval_defaults import BUDGETS, Bench, Recalls, slice_table, verdict_table  # noqa: E402
+from retrieval_lab import Lab, Verdict, beats, test_slices  # noqa: E402
 
 FACTORS = (1.25, 1.5, 2.0)
 MODES = ("late", "late+rrf")
@@ -222,37 +222,9 @@ def main() -> None:
     p99 = {n: float(np.quantile(t, 0.99)) * 1000 for n, t in seconds.items()}
     base = "Index.query (recommended)"
 
-    def mean(r: np.ndarray, m: np.ndarray) -> float:
-        return float(np.nanmean(r[m])) * 100
-
-    def ci(a: np.ndarray, c: np.ndarray, m: np.ndarray) -> str:
-        d, lo, hi = bootstrap(a[m], c[m])
-        return f"{d * 100:+.1f} [{lo * 100:+.1f}, {hi * 100:+.1f}]"
-
-    overall = [
-        "| payload | dev @500 | test @500 | dev @1000 | test @1000 | test half: verdict against the incumbent "
-        "| dev half: the same rule | decision |",
-        "|---" * 8 + "|",
-    ]
-    for name, by in rows.items():
-        cells = [f"{mean(by[b], lab.split == s):.1f}" for b in BUDGETS for s in ("dev", "test")]
-        decision = ""
-        if name != "incumbent":
-            gain = dev_mean(by) - dev_mean(rows["incumbent"])
-            decision = "adopted" if adopted(verdicts[name], dev_verdicts[name], gain) else "not adopted"
-        overall.append(
-            f"| {name} | " + " | ".join(cells) + f" | {verdicts.get(name, '(incumbent)')} "
-            f"| {dev_verdicts.get(name, '(incumbent)')} | {decision} |"
-        )
+    overall = verdict_table(rows, verdicts, dev_verdicts, lab.split, dev_mean)
     chosen = [tuned[m][0] for m in MODES] + [f"rerank={m} (factor {f})" for m, f in REFERENCES]
-    per_slice = [
-        "| test slice | n | " + " | ".join(f"{n} minus incumbent @{b}" for n in chosen for b in BUDGETS) + " |",
-        "|---" * (2 + len(chosen) * len(BUDGETS)) + "|",
-    ]
-    for label, m in slices:
-        m = m & answerable
-        cells = [ci(rows[n][b], rows["incumbent"][b], m) for n in chosen for b in BUDGETS]
-        per_slice.append(f"| {label} | {int(m.sum())} | " + " | ".join(cells) + " |")
+    per_slice = slice_table(rows, chosen, slices, answerable)
     cost = [
         "| at 1,000 tokens | p50 ms | p99 ms | p50 against `Index.query` |",
         "|---|---|---|---|",
