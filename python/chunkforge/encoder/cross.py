@@ -20,7 +20,6 @@ FileNotFoundError: model folder not found: missing-folder
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -33,7 +32,7 @@ from .._checks import check_int
 from .._io import cache_root, checksum_ok, write_checksum
 from ..errors import ArgumentError, ModelError
 from ..tokenizer import Tokenizer
-from .export import OPSET, _save, _write_atomic, build_bert_graph, check_convertible, optimize
+from .export import OPSET, _save, _write_atomic, build_bert_graph, check_convertible, model_files, optimize
 
 if TYPE_CHECKING:
     import onnx
@@ -104,14 +103,8 @@ def ensure_cross_graph(
     the converter, as the bi-encoder's does."""
     if variant not in CROSS_VARIANTS:
         raise ArgumentError(f"must be one of {', '.join(CROSS_VARIANTS)}, not {variant!r}", param="variant")
-    model_dir = Path(model_dir)
-    weights, config = model_dir / "model.safetensors", model_dir / "config.json"
-    for path in (weights, config):
-        if not path.is_file():
-            raise FileNotFoundError(f"missing {path.name} in model folder {model_dir}")
-    stat = weights.stat()
-    key = f"cross:{CROSS_CONVERTER_VERSION}:{stat.st_size}:{stat.st_mtime_ns}:".encode() + config.read_bytes()
-    folder = (cache or cache_root()) / f"cross-{hashlib.sha256(key).hexdigest()[:16]}"
+    weights, config, fingerprint = model_files(model_dir, "cross", CROSS_CONVERTER_VERSION)
+    folder = (cache or cache_root()) / fingerprint
     folder.mkdir(parents=True, exist_ok=True)
     fp32 = folder / "model-fp32.onnx"
     if not checksum_ok(fp32):

@@ -80,11 +80,8 @@ def ensure_variant(
     if variant not in VARIANTS:
         raise ArgumentError(f"must be one of {', '.join(VARIANTS)}, not {variant!r}", param="variant")
     model_dir = Path(model_dir)
-    weights, config = model_dir / "model.safetensors", model_dir / "config.json"
-    for path in (weights, config):
-        if not path.is_file():
-            raise FileNotFoundError(f"missing {path.name} in model folder {model_dir}")
-    folder = (cache or cache_root()) / _fingerprint(weights, config)
+    weights, config, fingerprint = model_files(model_dir, "bert", CONVERTER_VERSION)
+    folder = (cache or cache_root()) / fingerprint
     target = _graph_file(folder, variant)
     if checksum_ok(target):  # else (truncated, corrupt, no checksum) converted again
         return target
@@ -498,10 +495,18 @@ def _save(model: onnx.ModelProto, path: Path) -> None:
         f.write(model.SerializeToString())
 
 
-def _fingerprint(weights: Path, config: Path) -> str:
+def model_files(model_dir: str | os.PathLike[str], kind: str, version: int | str) -> tuple[Path, Path, str]:
+    """A Hugging Face folder's ``model.safetensors`` and ``config.json`` (FileNotFoundError naming
+    the one missing), and the name of its conversions' cache folder: ``kind`` and a hash of the
+    converter ``version``, the weights' size and modification time and the config."""
+    model_dir = Path(model_dir)
+    weights, config = model_dir / "model.safetensors", model_dir / "config.json"
+    for path in (weights, config):
+        if not path.is_file():
+            raise FileNotFoundError(f"missing {path.name} in model folder {model_dir}")
     stat = weights.stat()
-    key = f"{CONVERTER_VERSION}:{stat.st_size}:{stat.st_mtime_ns}:".encode() + config.read_bytes()
-    return f"bert-{hashlib.sha256(key).hexdigest()[:16]}"
+    key = f"{version}:{stat.st_size}:{stat.st_mtime_ns}:".encode() + config.read_bytes()
+    return weights, config, f"{kind}-{hashlib.sha256(key).hexdigest()[:16]}"
 
 
 def _write_atomic(target: Path, write: Callable[[Path], None]) -> None:
