@@ -527,7 +527,8 @@ impl Tokenizer {
             if packed != 0 {
                 return Ok(((packed >> 8) as u32, (packed & 0xff) as usize - 1));
             }
-        } else if let Some(&(off, len)) = cache.map.get(word) {
+        }
+        if let Some(&(off, len)) = cache.map.get(word) {
             return Ok((off, len as usize));
         }
         self.word_tokens_missed(word, cache)
@@ -538,9 +539,6 @@ impl Tokenizer {
     #[cold]
     #[inline(never)]
     fn word_tokens_missed(&self, word: &str, cache: &mut WordCache) -> Result<(u32, usize)> {
-        if let Some(&(off, len)) = cache.map.get(word) {
-            return Ok((off, len as usize)); // a one-byte word past the ASCII table
-        }
         let mut scratch = std::mem::take(&mut cache.scratch);
         scratch.clear();
         self.tokenize_word(word, &mut scratch)?;
