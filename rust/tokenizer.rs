@@ -95,39 +95,51 @@ impl DocTokens {
         self.cum.push(last + ntok as u32);
     }
 
-    /// Its words as rows `(start, end, tokens, added)` (byte offsets; `added` 1 for an
-    /// added token such as `[CLS]` written in the text), to save beside the text and read
-    /// back with [`DocTokens::from_words`] instead of tokenizing it again. None unless
-    /// its words are context free (the fast path) and it holds no tokens.
-    pub fn word_rows(&self) -> Option<Vec<[u32; 4]>> {
+    /// Its words packed to save beside the text and read back with
+    /// [`DocTokens::from_saved`] instead of tokenizing it again: per word, three
+    /// little-endian u16 `(gap since the last word's end, length, 2 * tokens + added)`
+    /// (byte lengths; `added` 1 for an added token such as `[CLS]` written in the text),
+    /// 6 bytes a word. None unless its words are context free (the fast path), it holds
+    /// no tokens and every value fits 16 bits.
+    pub fn saved(&self) -> Option<Vec<u8>> {
         if !self.exact_words || self.tokens.is_some() {
             return None;
         }
         let mut added = self.added.iter().peekable();
-        let rows = (0..self.word_start.len()).map(|i| {
+        let mut out = Vec::with_capacity(6 * self.word_start.len());
+        let mut prev = 0;
+        for i in 0..self.word_start.len() {
             let (s, e) = (self.word_start[i], self.word_end[i]);
             let is_added = added.next_if(|&&span| span == (s, e)).is_some();
-            [s, e, self.cum[i + 1] - self.cum[i], is_added as u32]
-        });
-        Some(rows.collect())
+            let tokens = 2 * u64::from(self.cum[i + 1] - self.cum[i]) + u64::from(is_added);
+            for v in [u64::from(s - prev), u64::from(e - s), tokens] {
+                out.extend_from_slice(&u16::try_from(v).ok()?.to_le_bytes());
+            }
+            prev = e;
+        }
+        Some(out)
     }
 
-    /// The words of `text` read back from [`DocTokens::word_rows`], checked to be words
+    /// The words of `text` read back from [`DocTokens::saved`], checked to be words
     /// of it in order (on character boundaries, not overlapping, each of at least one
     /// token); that they are this tokenizer's is the saver's promise.
-    pub fn from_words(text: &str, rows: &[[u32; 4]]) -> Result<DocTokens> {
-        let mut doc = DocTokens::new(false, true, rows.len());
-        let mut prev = 0;
-        for (i, &[s, e, n, added]) in rows.iter().enumerate() {
-            let (su, eu) = (s as usize, e as usize);
-            let word = s >= prev && s < e && eu <= text.len() && text.is_char_boundary(su) && text.is_char_boundary(eu);
-            if !word || n == 0 || added > 1 || u64::from(*doc.cum.last().unwrap()) + u64::from(n) > u64::from(u32::MAX) {
-                return Err(input!("words[{i}] ({s}, {e}, {n}, {added}) is not the next word of the text"));
+    pub fn from_saved(text: &str, saved: &[u8]) -> Result<DocTokens> {
+        if !saved.len().is_multiple_of(6) {
+            return Err(input!("saved words are 6 bytes each, not {} bytes in all", saved.len()));
+        }
+        let mut doc = DocTokens::new(false, true, saved.len() / 6);
+        let mut prev = 0usize;
+        for (i, word) in saved.chunks_exact(6).enumerate() {
+            let [gap, len, packed] = [0, 2, 4].map(|k| usize::from(u16::from_le_bytes([word[k], word[k + 1]])));
+            let (s, e, n) = (prev + gap, prev + gap + len, packed >> 1);
+            let word = len > 0 && e <= text.len() && text.is_char_boundary(s) && text.is_char_boundary(e);
+            if !word || n == 0 || u64::from(*doc.cum.last().unwrap()) + n as u64 > u64::from(u32::MAX) {
+                return Err(input!("word {i} ({s}-{e}, {n} tokens) is not the next word of the text"));
             }
-            if added == 1 {
-                doc.added.push((s, e));
+            if packed & 1 == 1 {
+                doc.added.push((s as u32, e as u32));
             }
-            doc.push_word(su, eu, n as usize);
+            doc.push_word(s, e, n);
             prev = e;
         }
         Ok(doc)
@@ -730,18 +742,20 @@ mod tests {
         let tk = minilm();
         let text = "Hello, World! [CLS] naïve café, 中文.";
         let doc = tk.with_cache(|c| tk.analyze(text, false, c)).unwrap();
-        let rows = doc.word_rows().unwrap();
-        assert_eq!(rows.iter().filter(|r| r[3] == 1).count(), 1); // [CLS] is an added token
-        let back = DocTokens::from_words(text, &rows).unwrap();
+        let saved = doc.saved().unwrap();
+        assert_eq!(saved.len(), 6 * doc.word_start.len());
+        let back = DocTokens::from_saved(text, &saved).unwrap();
+        assert_eq!(back.added.len(), 1); // [CLS] is an added token
         assert_eq!((back.word_start, back.word_end, back.cum, back.added), (doc.word_start, doc.word_end, doc.cum, doc.added));
-        // not words of the text: out of order, past its end, inside a character, empty, no tokens
-        let n = text.len() as u32;
-        let cafe = text.find('é').unwrap() as u32;
-        for bad in [[5, 9, 1, 0], [0, n + 1, 1, 0], [cafe + 1, cafe + 2, 1, 0], [3, 3, 1, 0], [0, 2, 0, 0], [0, 2, 1, 2]] {
-            let rows = if bad == [5, 9, 1, 0] { vec![[6, 9, 1, 0], bad] } else { vec![bad] };
-            assert!(DocTokens::from_words(text, &rows).is_err(), "{bad:?}");
+        // not words of the text: past its end, inside a character, empty, no tokens, a torn word
+        let n = text.len() as u16;
+        let cafe = text.find('é').unwrap() as u16;
+        for bad in [[0, n + 1, 2], [cafe + 1, 1, 2], [3, 0, 2], [0, 2, 0]] {
+            let bytes: Vec<u8> = bad.iter().flat_map(|v| v.to_le_bytes()).collect();
+            assert!(DocTokens::from_saved(text, &bytes).is_err(), "{bad:?}");
         }
-        assert!(tk.with_cache(|c| tk.analyze(text, true, c)).unwrap().word_rows().is_none());
+        assert!(DocTokens::from_saved(text, &saved[..7]).is_err());
+        assert!(tk.with_cache(|c| tk.analyze(text, true, c)).unwrap().saved().is_none());
     }
 
     #[test]

@@ -358,8 +358,6 @@ def test_a_new_question_reads_its_documents_without_tokenizing_them(job, encoder
     expander tokenizes nothing, and answers as the in-memory index."""
     import lancedb
 
-    if not hasattr(encoder.tokenizer, "words"):
-        pytest.skip("the extension cannot take saved words yet")
     docs = lancedb.connect(job / "store.lancedb").open_table("docs").to_arrow()
     assert docs.column("words").null_count == 0
     index = StoreIndex(job / "store.lancedb", encoder)

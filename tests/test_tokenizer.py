@@ -127,7 +127,7 @@ def test_shipped_data_has_licence():
 
 
 def test_saved_words_stand_in_for_tokenizing_a_document_again():
-    """``words`` are a text's words with their token counts (what the store keeps with a
+    """``words`` are a text's words with their token counts, saved (what the store keeps with a
     document); an expander given them adds the document as it would by tokenizing it, and
     refuses words that are not the text's."""
     from chunkforge import _native
@@ -136,28 +136,39 @@ def test_saved_words_stand_in_for_tokenizing_a_document_again():
 
     tk = cf_tokenizer("wordpiece")
     text = "Hello [CLS] world, naïve café.\n\n" + corpus()[0]["text"][:3000]
-    (rows,) = tk._native.words([text])
-    assert rows is not None and rows.shape[1] == 4 and rows[:, 2].sum() == hf_count("wordpiece", text)
+    (saved,) = tk._native.words([text])
+    assert saved is not None
+    gaps, lengths, tokens = np.frombuffer(saved, "<u2").reshape(-1, 3).T.astype(np.int64)
+    ends = np.cumsum(gaps + lengths)
+    assert (tokens >> 1).sum() == hf_count("wordpiece", text)
     utf8 = text.encode()
-    assert [utf8[s:e].decode() for s, e, _, added in rows.tolist() if added] == ["[CLS]"]
-    assert all(not utf8[s:e].decode().isspace() for s, e, _, _ in rows.tolist())
+    words = [utf8[e - n : e].decode() for e, n in zip(ends.tolist(), lengths.tolist())]
+    assert [w for w, added in zip(words, (tokens & 1).tolist()) if added] == ["[CLS]"]
+    assert all(w.strip() == w and w for w in words)
 
     built = _native.Expander(tk._native, Hit, Passage, Packed)
     (tree,) = built.build([text], ["markdown"], 32, [128])
     built.insert([tree], [list(range(len(tree.leaves)))], ["d"], [text])
     nodes, leaves, sentences, headings = built.tree(0)
     payloads = []
-    for words in (None, [rows]):
+    for kept in (None, [saved]):
         expander = _native.Expander(tk._native, Hit, Passage, Packed)
         labels = [list(range(len(leaves)))]
-        expander.add_docs([text], [sentences], [nodes[:, :4]], [leaves.tolist()], labels, ["d"], [headings], words)
+        expander.add_docs([text], [sentences], [nodes[:, :4]], [leaves.tolist()], labels, ["d"], [headings], kept)
         hits = expander.hits([0, 3, len(leaves) - 1], [1.0, 0.8, 0.5], 2)
         payloads.append(expander.expand(hits, ExpandOptions(window=1, budget_tokens=200), 2))
     assert payloads[0] == payloads[1]
-    bad = rows.copy()
-    bad[1, 0] = bad[0, 0]  # overlaps the word before
+    bad = bytearray(saved)
+    bad[8:10] = (len(utf8) + 1).to_bytes(2, "little")  # word 1 runs past the text's end
     expander = _native.Expander(tk._native, Hit, Passage, Packed)
-    with pytest.raises(ValueError, match=r"words\[1\]"):
+    with pytest.raises(ValueError, match=r"document 0.*word 1 "):
         expander.add_docs(
-            [text], [sentences], [nodes[:, :4]], [leaves.tolist()], [list(range(len(leaves)))], ["d"], [headings], [bad]
+            [text],
+            [sentences],
+            [nodes[:, :4]],
+            [leaves.tolist()],
+            [list(range(len(leaves)))],
+            ["d"],
+            [headings],
+            [bytes(bad)],
         )

@@ -95,10 +95,11 @@ class Tokenizer:
         """Tokens of ``text``."""
     def count_batch(self, texts: Iterable[str], threads: int | None = None) -> _Ints:
         """Tokens of each text, in parallel."""
-    def words(self, texts: Iterable[str], threads: int | None = None) -> list[_Ints | None]:
-        """Each text's words, ``(n, 4)`` rows ``(start, end, tokens, added)`` (byte offsets of its
-        UTF-8), to save beside it: :meth:`Expander.add_docs` then takes the text without
-        tokenizing it again. None for a text this tokenizer cannot count word by word."""
+    def words(self, texts: Iterable[str], threads: int | None = None) -> list[bytes | None]:
+        """Each text's words, saved (6 bytes a word: little-endian uint16 ``(gap since the last
+        word's end, length, 2 * tokens + added)``, byte lengths of its UTF-8), to keep beside it:
+        :meth:`Expander.add_docs` then takes the text without tokenizing it again. None for a
+        text this tokenizer cannot count word by word."""
     def encode_offsets(self, text: str) -> tuple[_Ids, _Ints]:
         """Token ids of ``text`` and their ``(n, 2)`` offsets."""
     def encode_padded(
@@ -245,7 +246,7 @@ class Expander(Generic[_T, _P, _Q]):
         labels: list[list[int]],
         doc_ids: list[str],
         headings: list[list[list[str]]],
-        words: Sequence[_Ints | None] | None = None,
+        words: Sequence[bytes | None] | None = None,
     ) -> list[int]:
         """Adds saved trees (``nodes`` ``(m, 4)`` without levels, ``sentences`` ``(n, 3)``),
         each text tokenized in parallel unless its ``words`` (:meth:`Tokenizer.words`) were

@@ -177,13 +177,17 @@ class Tokenizer:
         """Token counts of many texts (GIL released, parallel across texts)."""
         return self._native.count_batch(_as_list(texts), threads=check_threads(threads))
 
-    def words(self, texts: Iterable[str], threads: int | None = None) -> list[np.ndarray | None]:
-        """Each text's words, ``(n, 4)`` rows ``(start, end, tokens, added)`` (byte offsets of its
-        UTF-8), to keep beside the text: the index's expander then takes it without tokenizing it
-        again (the LanceDB store keeps them). None for a text this tokenizer cannot count word by word.
+    def words(self, texts: Iterable[str], threads: int | None = None) -> list[bytes | None]:
+        """Each text's words, saved to keep beside the text: the index's expander then takes it
+        without tokenizing it again (the LanceDB store keeps them). 6 bytes a word, little-endian
+        uint16 ``(gap since the last word's end, length, 2 * tokens + added)`` (byte lengths of
+        its UTF-8; ``added``: an added token such as ``[CLS]`` written in the text). None for a
+        text this tokenizer cannot count word by word, or with a gap or word of 64 KiB.
 
-        >>> Tokenizer.default().words(["Hello, world!"])[0].tolist()
-        [[0, 5, 1, 0], [5, 6, 1, 0], [7, 12, 1, 0], [12, 13, 1, 0]]
+        >>> import numpy as np
+        >>> (saved,) = Tokenizer.default().words(["Hello, world!"])
+        >>> np.frombuffer(saved, "<u2").reshape(-1, 3).tolist()
+        [[0, 5, 2], [0, 1, 2], [1, 5, 2], [0, 1, 2]]
         """
         return self._native.words(_as_list(texts), threads=check_threads(threads))
 

@@ -8,6 +8,7 @@ use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyList, PySlice, PyString, PyTuple, PyType};
 use rayon::prelude::*;
 
@@ -307,8 +308,8 @@ impl Expander {
     /// parallel); per document: its text, sentences `(n, 3)` `(start, end,
     /// section)`, nodes `(m, 4)` `(start, end, parent or -1, section)` parents
     /// first, leaf node indices, the leaves' labels, its id and the heading path
-    /// of each section; and, when saved with it, its words (`Tokenizer.words` of
-    /// this expander's tokenizer; None: the text is tokenized here). Returns the
+    /// of each section; and, when saved with it, its words (the bytes `Tokenizer.words`
+    /// of this expander's tokenizer made; None: the text is tokenized here). Returns the
     /// documents' slots.
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (texts, sentences, nodes, leaves, labels, doc_ids, headings, words=None))]
@@ -322,7 +323,7 @@ impl Expander {
         labels: Vec<Vec<u64>>,
         doc_ids: Vec<Bound<'_, PyString>>,
         headings: Vec<Vec<Vec<String>>>,
-        words: Option<Vec<Option<numpy::PyReadonlyArray2<'_, i64>>>>,
+        mut words: Option<Vec<Option<PyBackedBytes>>>,
     ) -> PyResult<Vec<usize>> {
         let n = texts.len();
         if [sentences.len(), nodes.len(), leaves.len(), labels.len(), doc_ids.len(), headings.len()].iter().any(|&m| m != n)
@@ -334,10 +335,7 @@ impl Expander {
         for i in 0..n {
             let sents = index_rows::<3>(&sentences[i], &format!("sentences[{i}]"))?;
             let tree = index_rows::<4>(&nodes[i], &format!("nodes[{i}]"))?;
-            let saved = match words.as_ref().and_then(|w| w[i].as_ref()) {
-                Some(w) => Some(index_rows::<4>(w, &format!("words[{i}]"))?),
-                None => None,
-            };
+            let saved = words.as_mut().and_then(|w| w[i].take());
             inputs.push((texts[i].to_str()?.to_string(), sents, tree, leaves[i].clone(), headings[i].clone(), saved));
         }
         let tk = &self.tk;
@@ -345,7 +343,7 @@ impl Expander {
             inputs
                 .into_par_iter()
                 .map(|(text, sents, tree, leaves, headings, saved)| {
-                    let tokens = saved.map(|w| DocTokens::from_words(&text, &w)).transpose()?;
+                    let tokens = saved.map(|w| DocTokens::from_saved(&text, &w)).transpose()?;
                     let input = DocInput {
                         text: &text,
                         sentences: sents.into_iter().map(|r| (r[0], r[1], r[2])).collect(),

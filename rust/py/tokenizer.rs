@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
-use super::convert::{as_str, borrow_texts, matrix};
+use super::convert::{as_str, borrow_texts};
 use crate::spans::{bytes_to_chars, ceil_char};
 use crate::threads::parallel_map;
 use crate::{encode, tokenizer};
@@ -57,23 +58,20 @@ impl Tokenizer {
         Ok(counts.into_pyarray(py))
     }
 
-    /// Each text's words, an `(n, 4)` int64 array of rows `(start, end, tokens, added)`
-    /// (byte offsets of its UTF-8; `added` 1 for an added token written in the text): what
+    /// Each text's words, saved: `bytes` of 6 per word (`(gap since the last word's
+    /// end, length, 2 * tokens + added)` as little-endian u16, byte lengths of its
+    /// UTF-8; `added` 1 for an added token written in the text): what
     /// `Expander.add_docs` takes (`words=`) to add the text without tokenizing it again.
-    /// None for a text whose words this tokenizer does not count alone (its slow path).
+    /// None for a text whose words this tokenizer does not count alone (its slow path)
+    /// or whose gaps or words do not fit 16 bits.
     #[pyo3(signature = (texts, threads=None))]
-    fn words<'py>(
-        &self,
-        py: Python<'py>,
-        texts: &Bound<'py, PyAny>,
-        threads: Option<usize>,
-    ) -> PyResult<Vec<Option<Bound<'py, PyArray2<i64>>>>> {
+    fn words<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<usize>) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
         let mut holder = vec![];
         let strs = borrow_texts(texts, &mut holder)?;
         let tk = &self.inner;
-        let rows = py.detach(|| parallel_map(&strs, threads, |t| tk.with_cache(|c| tk.analyze(t, false, c)).map(|d| d.word_rows())))?;
-        let rows = rows.into_iter().collect::<Result<Vec<_>, _>>()?;
-        Ok(rows.into_iter().map(|r| r.map(|r| matrix(py, &r.iter().map(|w| w.map(i64::from)).collect::<Vec<_>>()))).collect())
+        let saved = py.detach(|| parallel_map(&strs, threads, |t| tk.with_cache(|c| tk.analyze(t, false, c)).map(|d| d.saved())))?;
+        let saved = saved.into_iter().collect::<Result<Vec<_>, _>>()?;
+        Ok(saved.into_iter().map(|w| w.map(|w| PyBytes::new(py, &w))).collect())
     }
 
     /// Model inputs for many texts: `(input_ids, attention_mask, offsets, full_lengths)`;

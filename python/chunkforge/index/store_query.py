@@ -90,29 +90,6 @@ def _cosines(rows: pa.Table, vector: np.ndarray, int8: bool = False) -> dict[tup
     return {(d, int(leaf)): (int(p), float(c)) for d, leaf, p, c in zip(*columns, cos)}
 
 
-def saved_words(rows: pa.Table) -> list[np.ndarray | None] | None:
-    """Each document's words as the store kept them (``(n, 4)`` int64 rows, None where it kept
-    none), or None for a store that keeps no words."""
-    if "words" not in rows.column_names:
-        return None
-    return [None if b is None else unpack_words(b) for b in rows.column("words").to_pylist()]
-
-
-def unpack_words(packed: bytes) -> np.ndarray:
-    """The rows ``(start, end, tokens, added)`` of words packed by
-    :func:`~chunkforge.index.store_write.pack_words`.
-
-    >>> unpack_words(np.array([0, 5, 2, 1, 3, 4, 0, 5, 3], "<u2").tobytes()).tolist()
-    [[0, 5, 1, 0], [6, 9, 2, 0], [9, 14, 1, 1]]
-    """
-    triples = np.frombuffer(packed, "<u2").reshape(-1, 3).astype(np.int64)
-    ends = np.cumsum(triples[:, 0] + triples[:, 1])
-    rows = np.empty((len(triples), 4), np.int64)
-    rows[:, 0], rows[:, 1] = ends - triples[:, 1], ends
-    rows[:, 2], rows[:, 3] = triples[:, 2] >> 1, triples[:, 2] & 1
-    return rows
-
-
 class _Cached:
     """A document read from the store into the expander: its slot, its leaves' labels and
     spans, its metadata, its length and its resident size (bytes)."""
@@ -166,7 +143,8 @@ class _Checkout:
         if missing:
             ids = ", ".join("'" + d.replace("'", "''") + "'" for d in missing)
             rows = _run(self.tables[DOCS].query().where(f"doc_id IN ({ids})").limit(len(missing) + 1).to_arrow())
-            self._insert(read_docs(rows, f"{uri}/{DOCS}"), saved_words(rows))
+            words = rows.column("words").to_pylist() if "words" in rows.column_names else None
+            self._insert(read_docs(rows, f"{uri}/{DOCS}"), words)
         found = {}
         for d in wanted:
             if d in self.cache:
@@ -175,9 +153,10 @@ class _Checkout:
         self._evict(keep=set(found))
         return found
 
-    def _insert(self, docs: list[SavedDoc], words: list[np.ndarray | None] | None = None) -> None:
+    def _insert(self, docs: list[SavedDoc], words: list[bytes | None] | None = None) -> None:
         """Puts ``docs`` into the expander (in one call) and the cache: a document whose
-        ``words`` the store kept is not tokenized again, the others are (in parallel)."""
+        ``words`` the store kept (a store written before keeps none) is not tokenized again,
+        the others are (in parallel)."""
         labels = []
         for doc in docs:
             n = len(doc.tree.leaves)
@@ -194,7 +173,7 @@ class _Checkout:
             labels,
             [doc.doc_id for doc in docs],
             [t.headings for t in trees],
-            **({"words": words} if words is not None and any(w is not None for w in words) else {}),
+            words,
         )
         for slot, doc_labels, doc in zip(slots, labels, docs):
             entry = _Cached(slot, np.asarray(doc_labels, np.int64), doc)

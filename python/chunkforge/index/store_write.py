@@ -14,8 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-
 from .._dataset import DatasetManifest, ShardEntry
 from ..errors import InputError
 from ..tokenizer import Tokenizer
@@ -118,36 +116,15 @@ def _shard_rows(
 
 
 def words_column(texts: list[str], tokenizer: Tokenizer | None) -> pa.Array:
-    """Each text's words as ``tokenizer`` counts them (rows ``(start, end, tokens, added)``,
-    byte offsets), packed by :func:`pack_words`: what the native expander takes to add the text
-    without tokenizing it again. Null for a text the tokenizer does not count word by word or
-    whose words do not pack, and for every text without a tokenizer or where the extension
-    cannot take words."""
+    """Each text's words as ``tokenizer`` counts them, saved (:meth:`Tokenizer.words
+    <chunkforge.Tokenizer.words>`): what the native expander takes to add the text without
+    tokenizing it again. Null for a text the tokenizer does not count word by word, and for
+    every text without a tokenizer."""
     import pyarrow as pa
 
-    words = getattr(tokenizer, "words", None)
-    if words is None:
+    if tokenizer is None:
         return pa.nulls(len(texts), pa.binary())
-    return pa.array([None if w is None else pack_words(w) for w in words(texts)], pa.binary())
-
-
-def pack_words(rows: np.ndarray) -> bytes | None:
-    """Words ``(n, 4)`` rows ``(start, end, tokens, added)`` as little-endian uint16 triples
-    ``(gap since the last word's end, length, 2 * tokens + added)``: 6 bytes a word, about 1.5x
-    the text (the rows as int32: 3.9x); None when a value does not fit 16 bits (a gap or a
-    word of 64 KiB). :func:`~chunkforge.index.store_query.unpack_words` reads them back.
-
-    >>> rows = np.array([[0, 5, 1, 0], [6, 9, 2, 0], [9, 14, 1, 1]])
-    >>> np.frombuffer(pack_words(rows), "<u2").tolist()
-    [0, 5, 2, 1, 3, 4, 0, 5, 3]
-    """
-    rows = np.asarray(rows, np.int64).reshape(-1, 4)
-    ends = rows[:, 1]
-    gaps = rows[:, 0] - np.concatenate(([0], ends[:-1]))
-    packed = np.stack([gaps, ends - rows[:, 0], 2 * rows[:, 2] + rows[:, 3]], axis=1)
-    if packed.size and (packed.min() < 0 or packed.max() > 0xFFFF):
-        return None
-    return packed.astype("<u2").tobytes()
+    return pa.array(tokenizer.words(texts), pa.binary())
 
 
 @contextlib.contextmanager
