@@ -150,20 +150,32 @@ def test_the_proxy_header_narrows_and_is_required(pinned):
 
 
 @pytest.mark.parametrize(
-    ("path", "body"),
+    ("path", "body", "field"),
     [
-        ("/query", b'{"question": "\\ud800 cats"}'),
-        ("/search", b'{"query": "cats", "where": {"acl": "\\udfff"}}'),
-        ("/query", b'{"question": "cats", "auto_merge": NaN}'),
-        ("/query", b'{"question": "cats", "spread": Infinity}'),
-        ("/query", b'{"question": "cats", "spread": -Infinity}'),
+        ("/query", b'{"question": "\\ud800 cats"}', "question"),
+        ("/search", b'{"query": "cats", "where": {"acl": "\\udfff"}}', "where"),
+        ("/query", b'{"question": "cats", "auto_merge": NaN}', "auto_merge"),
+        ("/query", b'{"question": "cats", "spread": Infinity}', "spread"),
+        ("/query", b'{"question": "cats", "spread": -Infinity}', "spread"),
     ],
     ids=["surrogate-question", "surrogate-where", "nan", "infinity", "minus-infinity"],
 )
-def test_values_json_cannot_answer_are_422_not_500(pinned, path, body):
+def test_values_json_cannot_answer_are_422_not_500(pinned, path, body, field):
+    """422 at the field of the value, whether the model or the index rejected it."""
     answer = pinned.post(path, content=body, headers={"content-type": "application/json"})
     assert answer.status_code == 422, answer.text
-    assert answer.json()["detail"]
+    assert [d["loc"][:2] for d in answer.json()["detail"]] == [["body", field]], answer.text
+
+
+def test_a_filter_the_index_refuses_is_a_422_at_its_field(pinned, request):
+    """A request the model takes but the index refuses (the store filters by metadata, not by
+    heading): 422 at the field the index's error names, as the model's own errors are."""
+    answer = pinned.post("/search", json={"query": "cats", "heading_prefix": ["Cats"]})
+    if request.node.callspec.params["pinned"] == "index":
+        assert answer.status_code == 200, answer.text
+    else:
+        assert answer.status_code == 422, answer.text
+        assert [d["loc"] for d in answer.json()["detail"]] == [["body", "heading_prefix"]]
 
 
 def test_expand_of_a_span_that_is_no_leaf_is_422(pinned):

@@ -18,7 +18,7 @@ import numpy as np
 from .._checks import check_int
 from .._recommended import RECOMMENDED
 from .._search import int8_cosines, int8_rows
-from ..errors import ChunkforgeError, InputError
+from ..errors import ArgumentError, ChunkforgeError, InputError
 from ..tokenizer import Tokenizer
 from . import expansion
 from .bm25 import BM25
@@ -378,7 +378,7 @@ class StoreIndex:
             raise TypeError(f"query must be a str, not {type(query).__name__}")
         k = check_int("k", k, 1)
         if passes.heading_prefix is not None:
-            raise ValueError("heading_prefix is not supported by the store; filter by metadata (where=)")
+            raise ArgumentError("is not supported by the store; filter by metadata (where=)", param="heading_prefix")
         if passes.where is not None and at.tags != TAGS_VERSION:
             raise InputError(
                 f"the store {self.uri} was written by an earlier chunkforge, whose tags filter otherwise: "

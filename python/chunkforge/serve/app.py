@@ -37,6 +37,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from ..errors import ChunkforgeError
 from ..index import Hit, Passage, Payload
 from ..index.filters import Filter
 from ..index.store import StoreError
@@ -116,8 +117,8 @@ class Service:
 
     async def run(self, work: Callable[[], T], path: str, field: str | None = None) -> T:
         """``work()`` for a request to ``path``, in the pool within the timeout; the index's
-        ValueError or TypeError (a hit not in this version, a filter it rejects: its message
-        names the parameter) is a 422 at ``field`` (None: the body)."""
+        ValueError or TypeError (a hit not in this version, a filter it rejects) is a 422 at
+        ``field`` (None: the body), then at the parameter a chunkforge error names (its ``param``)."""
         loop = asyncio.get_running_loop()
         self.in_flight += 1
         try:
@@ -127,7 +128,8 @@ class Service:
         except (StoreError, SourceError) as exc:  # the index cannot answer: not the caller's fault
             raise ErrorAnswer(503, f"the index cannot answer: {exc}") from exc
         except (ValueError, TypeError) as exc:
-            loc = ["body"] if field is None else ["body", field]
+            param = exc.param if isinstance(exc, ChunkforgeError) else None
+            loc = ["body", *(name for name in dict.fromkeys((field, param)) if name is not None)]
             raise ErrorAnswer(422, [{"loc": loc, "msg": str(exc), "type": "value_error"}]) from exc
         finally:
             self.in_flight -= 1
@@ -317,12 +319,19 @@ def _json(answer: dict[str, Any], status: int = 200) -> Response:
     return Response(pydantic_core.to_json(answer), status_code=status, media_type="application/json")
 
 
+def _utf8(text: str) -> str:
+    """``text`` with each lone surrogate written as its escape (``\\ud800``), which JSON can carry."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _error(error: Any) -> dict[str, Any]:
-    """A validation error as the 422 names it: ``loc``, ``msg``, ``type``, and ``input`` when
-    JSON can carry it (not a NaN, not a string holding a lone surrogate)."""
+    """A validation error as the 422 names it: ``loc`` (for a lone surrogate, down to where it
+    is), ``msg``, ``type``, and ``input`` when JSON can carry it (not a NaN, not a string holding
+    a lone surrogate)."""
+    inner = (error.get("ctx") or {}).get("loc", ()) if error.get("type") == "lone_surrogate" else ()
     out: dict[str, Any] = {
-        "loc": list(error.get("loc", ())),
-        "msg": str(error.get("msg", "")).encode("utf-8", "backslashreplace").decode("utf-8"),
+        "loc": [_utf8(p) if isinstance(p, str) else p for p in (*error.get("loc", ()), *inner)],
+        "msg": _utf8(str(error.get("msg", ""))),
         "type": str(error.get("type", "")),
     }
     try:

@@ -14,6 +14,7 @@ import typing
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic_core import PydanticCustomError
 
 from .._recommended import RECOMMENDED
 from ..index.options import SEARCH_NAMES, ExpandOptions
@@ -50,7 +51,8 @@ def lone_surrogate(value: Any, at: tuple[str | int, ...] = ()) -> tuple[str | in
 class Strict(BaseModel):
     """A request body: unknown fields are an error (a misspelt option is not ignored), values
     are not coerced (``true`` is not a number, ``"3"`` not a count), numbers are finite (no
-    ``NaN``, no ``Infinity``) and strings valid Unicode (no lone surrogate)."""
+    ``NaN``, no ``Infinity``) and strings valid Unicode (no lone surrogate: an error of type
+    ``lone_surrogate`` whose ``ctx["loc"]`` is where in the body)."""
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
@@ -59,7 +61,10 @@ class Strict(BaseModel):
     def _unicode(cls, data: Any) -> Any:
         at = lone_surrogate(data)
         if at is not None:
-            raise ValueError(f"{'.'.join(map(str, at))} holds a lone surrogate (not valid Unicode)")
+            where = ".".join(map(str, at))
+            raise PydanticCustomError(
+                "lone_surrogate", "{where} holds a lone surrogate (not valid Unicode)", {"where": where, "loc": at}
+            )
         return data
 
 
