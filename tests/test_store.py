@@ -340,17 +340,18 @@ def test_one_lancedb_writer_for_both_kinds_of_dataset(job, encoder, tmp_path):
     from chunkforge.bulk.lance import write_lancedb
     from chunkforge.bulk.shards import shard_schema
     from chunkforge.bulk.spec import JobSpec
-    from chunkforge.index.store_write import _chunk_schema
 
     assert write_lancedb(job / "vectors", tmp_path / "store") == StoreIndex(tmp_path / "store", encoder).leaf_count
     bulk.run([write_jsonl(tmp_path / "d.jsonl", records(2))], tmp_path / "plain", encoder=encoder)
     rows = write_lancedb(tmp_path / "plain", tmp_path / "plain.lancedb")
     assert rows == lancedb.connect(tmp_path / "plain.lancedb").open_table("chunks").count_rows() > 0
-    manifest = DatasetManifest.read(tmp_path / "plain")
     for dtype in ("float32", "float16"):
-        for with_text in (False, True):
-            wanted = shard_schema(manifest.model["dim"], JobSpec(dtype=dtype, with_text=with_text), {})
-            assert _chunk_schema(replace(manifest, vector_dtype=dtype, with_text=with_text)) == wanted
+        out = tmp_path / f"empty-{dtype}"
+        bulk.run([write_jsonl(tmp_path / "e.jsonl", [])], out, encoder=encoder, dtype=dtype, with_text=True)
+        assert write_lancedb(out, tmp_path / f"{out.name}.lancedb") == 0
+        written = lancedb.connect(tmp_path / f"{out.name}.lancedb").open_table("chunks").schema
+        manifest = DatasetManifest.read(out)
+        assert written == shard_schema(manifest.model["dim"], JobSpec(dtype=dtype, with_text=True), {})
 
 
 def test_a_new_question_reads_its_documents_without_tokenizing_them(job, encoder):

@@ -334,7 +334,14 @@ def write_lancedb(dataset: str | os.PathLike[str], uri: str | os.PathLike[str], 
 
     root = Path(dataset)
     files = [entry.verified(root) for entry in manifest.shards]
-    schema = pq.read_schema(files[0]).remove_metadata() if files else _chunk_schema(manifest)
+    if files:
+        schema = pq.read_schema(files[0]).remove_metadata()
+    else:  # the columns the job gives its shards (imported here: the bulk package imports the index's)
+        from ..bulk.shards import shard_schema
+        from ..bulk.spec import JobSpec
+
+        spec = JobSpec(dtype=manifest.vector_dtype, with_text=manifest.with_text)
+        schema = shard_schema(int(manifest.model["dim"]), spec, {})
 
     def batches() -> Iterator[pa.RecordBatch]:
         for path in files:
@@ -347,22 +354,3 @@ def write_lancedb(dataset: str | os.PathLike[str], uri: str | os.PathLike[str], 
         except (OSError, ValueError, RuntimeError) as exc:
             raise InputError(f"{uri}: cannot write it ({exc})", param="lancedb") from exc
         return int(written.count_rows())
-
-
-def _chunk_schema(manifest: DatasetManifest) -> pa.Schema:
-    """The columns of a dataset of plain chunks that has no shard (those
-    :func:`chunkforge.bulk.shards.shard_schema` gives its shards)."""
-    import pyarrow as pa
-
-    fields = [
-        ("doc_id", pa.string()),
-        ("chunk_id", pa.string()),
-        ("start", pa.int64()),
-        ("end", pa.int64()),
-        ("token_count", pa.int32()),
-        ("heading_path", pa.list_(pa.string())),
-    ]
-    if manifest.with_text:
-        fields.append(("text", pa.string()))
-    vector = pa.list_(getattr(pa, manifest.vector_dtype)(), int(manifest.model["dim"]))
-    return pa.schema([*fields, ("text_hash", pa.string()), ("vector", vector)])
