@@ -60,10 +60,37 @@ def distinct_questions(n: int) -> list[str]:
     return [" ".join(rng.choice(words, 5, replace=False)) for _ in range(n)]
 
 
-def dataset(root: Path, leaves: int) -> int:
-    """Writes a tree dataset of about ``leaves`` leaves; returns the exact count."""
+def corpus_records() -> list[dict]:
     with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
-        records = [json.loads(line) for line in f]
+        return [json.loads(line) for line in f]
+
+
+def real_vectors(work: Path) -> dict[str, np.ndarray]:
+    """``text_hash -> vector`` of every distinct leaf of the corpus, embedded once by the real
+    model (``Encoder.default()``) and kept in ``work/leaf-vectors.npz``: a dataset of these has
+    the neighbourhoods of real text (each text repeated once a copy of the corpus)."""
+    from chunkforge.encoder import Encoder
+
+    path = work / "leaf-vectors.npz"
+    if not path.exists():
+        expander, settings, token_ids = scratch_expander(Tokenizer.default()), TreeSettings(), {}
+        records = corpus_records()
+        for at in range(0, len(records), 256):
+            docs = [Doc(r["id"], r["text"], len(r["text"])) for r in records[at : at + 256]]
+            batch = cut(expander, docs, settings, 2)
+            token_ids.update(zip(batch.columns["text_hash"], batch.token_ids))
+        hashes = sorted(token_ids)
+        print(f"embedding {len(hashes):,} distinct leaves", file=sys.stderr, flush=True)
+        vectors = Encoder.default(show_progress=True).embed_token_ids([token_ids[h] for h in hashes])
+        np.savez(path, hashes=np.array(hashes), vectors=vectors.astype(np.float32))
+    saved = np.load(path)
+    return dict(zip(saved["hashes"].tolist(), saved["vectors"]))
+
+
+def dataset(root: Path, leaves: int, real: dict[str, np.ndarray] | None = None) -> int:
+    """Writes a tree dataset of about ``leaves`` leaves (the vectors ``real``'s, or stand-ins);
+    returns the exact count."""
+    records = corpus_records()
     expander, settings = scratch_expander(Tokenizer.default()), TreeSettings()
     shards, total, copy = [], 0, 0
     (root / "shards").mkdir(parents=True)
@@ -72,9 +99,12 @@ def dataset(root: Path, leaves: int) -> int:
             docs = [Doc(f"{copy}/{r['id']}", r["text"], len(r["text"])) for r in records[at : at + 256]]
             batch = cut(expander, docs, settings, 2)
             n = len(batch.token_ids)
-            seeds = [int(h, 16) for h in batch.columns["text_hash"]]
-            vectors = np.stack([np.random.default_rng(s).standard_normal(DIM, np.float32) for s in seeds])
-            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            if real is None:
+                seeds = [int(h, 16) for h in batch.columns["text_hash"]]
+                vectors = np.stack([np.random.default_rng(s).standard_normal(DIM, np.float32) for s in seeds])
+                vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            else:
+                vectors = np.stack([real[h] for h in batch.columns["text_hash"]])
             key = f"{len(shards):032x}"
             table = pa.table(
                 {
@@ -105,7 +135,12 @@ def dataset(root: Path, leaves: int) -> int:
     manifest = {
         "units": "tree",
         "chunker": {"units": "tree", **settings.as_dict(), "tokenizer": "the model's"},
-        "model": {"name": "default", "variant": "optimized", "dim": DIM, "fingerprint": "stand-in"},
+        "model": {
+            "name": "default",
+            "variant": "optimized",
+            "dim": DIM,
+            "fingerprint": "stand-in" if real is None else "real",
+        },
         "vector_dtype": "float32",
         "with_text": False,
         "docs": sum(s["docs"] for s in shards),
@@ -162,12 +197,17 @@ def measure(path: Path, kind: str) -> dict[str, float]:
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
+def store_name(leaves: int, ann_index: str = "IVF_PQ") -> str:
+    """The store's folder in ``--workdir``: ``s<leaves>``, with its ANN index when not IVF_PQ."""
+    return f"s{leaves}" + ("" if ann_index == "IVF_PQ" else f"-{ann_index.lower()}")
+
+
 def size_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
 
 
 def main() -> None:
-    from chunkforge.index.store import write_store
+    from chunkforge.index.store import ANN_INDEXES, write_store
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--leaves", type=int, nargs="+", default=[100_000])
@@ -176,33 +216,41 @@ def main() -> None:
         "--no-memory", action="store_true", help="no in-memory index of the first size (10M leaves need ~40 GB)"
     )
     parser.add_argument("--workdir", type=Path, help="keep the datasets and stores here (and reuse them)")
+    parser.add_argument(
+        "--real-vectors",
+        action="store_true",
+        help="the real model's vectors of the leaves (embedded once, in --workdir)",
+    )
+    parser.add_argument("--ann-index", choices=ANN_INDEXES, default="IVF_PQ", help="the leaves' ANN index")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = args.workdir or Path(tmp)
         for i, leaves in enumerate(args.leaves):
-            root, store, written_file = work / f"d{leaves}", work / f"s{leaves}", work / f"s{leaves}.json"
+            root, store = work / f"d{leaves}", work / store_name(leaves, args.ann_index)
+            written_file = store.with_name(store.name + ".json")
             if not written_file.exists():
                 shutil.rmtree(root, ignore_errors=True)
                 shutil.rmtree(store, ignore_errors=True)
-                n = dataset(root, leaves)
+                n = dataset(root, leaves, real_vectors(work) if args.real_vectors else None)
                 t = time.perf_counter()
-                write_store(root, store)
+                write_store(root, store, ann_index=args.ann_index)
                 written_file.write_text(json.dumps({"leaves": n, "write_s": time.perf_counter() - t}))
             row = {**json.loads(written_file.read_text()), "disk_mb": size_mb(store), **measure(store, "store")}
             if i == 0 and not args.no_memory:
                 row["memory"] = measure(root, "memory")
             rows.append(row)
             print(json.dumps(row), flush=True)
-            report(rows, args.out)  # after each size: a run stopped early keeps what it measured
+            report(rows, args.out, args.real_vectors)  # after each size: a run stopped early keeps what it measured
 
 
-def report(rows: list[dict], out: Path | None) -> None:
+def report(rows: list[dict], out: Path | None, real: bool = False) -> None:
     """The growth table of the sizes measured so far (printed, and written to ``out``)."""
     lines = [
         "# The LanceDB store as the corpus grows",
         "",
-        f"`python benches/store_growth.py`, {platform.machine()}, 2 cores; stand-in vectors (see the docstring); "
+        f"`python benches/store_growth.py`, {platform.machine()}, 2 cores; "
+        f"{'the real model' if real else 'stand-in'} vectors (see the docstring); "
         f"{len(QUESTIONS)} questions x 5 (warm), then {DISTINCT} distinct ones (cold), `query()` with the defaults "
         "(k 100, 1,000 tokens), each size in a fresh process.",
         "",

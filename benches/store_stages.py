@@ -28,7 +28,7 @@ import chunkforge.index.store_query as store
 from chunkforge.encoder import Encoder
 from chunkforge.index import Index
 
-from store_growth import QUESTIONS, distinct_questions
+from store_growth import QUESTIONS, distinct_questions, store_name
 
 
 class Stages:
@@ -88,11 +88,12 @@ def main() -> None:
     parser.add_argument("workdir", type=Path, help="store_growth.py's --workdir")
     parser.add_argument("leaves", type=int, help="the size written there (its d<N> and s<N>)")
     parser.add_argument("--rounds", type=int, default=20, help="times each warm question is asked")
+    parser.add_argument("--ann-index", default="IVF_PQ", help="the store written with this ANN index")
     args = parser.parse_args()
     encoder = Encoder.default("optimized")
     stages = instrument(encoder)
     indexes = {
-        "store": Index.open(args.workdir / f"s{args.leaves}", encoder),
+        "store": Index.open(args.workdir / store_name(args.leaves, args.ann_index), encoder),
         "in memory": Index.from_dataset(args.workdir / f"d{args.leaves}", encoder),
     }
     cold = distinct_questions(2 * 200)
@@ -108,28 +109,30 @@ def main() -> None:
         print(json.dumps({"index": name, **{k: round(v, 2) for k, v in row.items()}}), flush=True)
 
 
-def lance_side(workdir: Path, leaves: int, settings: list[tuple[int, int]], distinct: int) -> None:
+def lance_side(workdir: Path, leaves: int, settings: list[tuple[int, int]], distinct: int, ann_index: str) -> None:
     """LanceDB's side alone, on the store ``s<leaves>``: each search of a query timed on its own
     (the nearest leaves at each ``(nprobes, refine_factor)``, each setting on new questions, the full text, the best parents'
     leaves, the hit documents), cold (``distinct`` new questions) then warm (the same again),
     and the nearest search's recall of the exact ``DENSE_POOL`` nearest (numpy over every
-    stored vector)."""
+    stored vector): the share of the leaves it returns that are at least as near as the exact
+    ``DENSE_POOL``-th (leaves of equal text have equal vectors: any of them counts)."""
     from chunkforge.index.fusion import BM25_POOL, DENSE_POOL
 
     encoder = Encoder.default("optimized")
-    index = Index.open(workdir / f"s{leaves}", encoder)
+    index = Index.open(workdir / store_name(leaves, ann_index), encoder)
     at = index._now  # type: ignore[attr-defined]
     tables = at.tables
     questions = distinct_questions(distinct * (len(settings) + 1))  # new ones for each setting
     vectors = [encoder.embed_query(q) for q in questions]
-    table = store._run(tables["leaves"].query().select(["doc_id", "leaf", "vector"]).to_arrow())
+    table = store._run(tables["leaves"].query().select(["vector"]).to_arrow())
     column = table.column("vector").combine_chunks()
     stored = column.values.to_numpy().reshape(len(column), column.type.list_size)
-    keys = list(zip(table.column("doc_id").to_pylist(), table.column("leaf").to_pylist()))
-    exact = []
+    assert len(stored) == index.leaf_count, "the exact search must see every leaf"
+    norms = np.linalg.norm(stored, axis=1)
+    exact = []  # each question's DENSE_POOL-th best cosine (leaves of equal text tie: any copy counts)
     for v in vectors:
-        cos = stored @ v / np.linalg.norm(stored, axis=1)
-        exact.append({keys[i] for i in np.argpartition(-cos, DENSE_POOL)[:DENSE_POOL]})
+        cos = stored @ v / norms
+        exact.append(float(-np.partition(-cos, DENSE_POOL - 1)[DENSE_POOL - 1]))
     del stored, table
 
     def timed(run: Callable[[Any], Any], items: list[Any]) -> tuple[float, list[Any]]:
@@ -149,7 +152,9 @@ def lance_side(workdir: Path, leaves: int, settings: list[tuple[int, int]], dist
 
         cold, found = timed(nearest, vectors[own])
         warm, _ = timed(nearest, vectors[own])
-        recall = float(np.mean([len(set(f) & e) / DENSE_POOL for f, e in zip(found, exact[own])]))
+        recall = float(
+            np.mean([sum(c >= e - 1e-5 for _, c in f.values()) / DENSE_POOL for f, e in zip(found, exact[own])])
+        )
         row = {"search": "nearest", "nprobes": nprobes, "refine": refine, "cold p50": cold, "warm p50": warm}
         print(json.dumps({**row, "recall": round(recall, 4)}), flush=True)
 
@@ -175,10 +180,11 @@ def lance_main() -> None:
     parser.add_argument("workdir", type=Path)
     parser.add_argument("leaves", type=int)
     parser.add_argument("--distinct", type=int, default=100)
+    parser.add_argument("--ann-index", default="IVF_PQ", help="the store written with this ANN index")
     parser.add_argument("--settings", nargs="+", default=["32:4", "8:1", "16:1", "16:4", "32:1", "64:1", "64:4"])
     args = parser.parse_args()
     settings = [(int(s.split(":")[0]), int(s.split(":")[1])) for s in args.settings]
-    lance_side(args.workdir, args.leaves, settings, args.distinct)
+    lance_side(args.workdir, args.leaves, settings, args.distinct, args.ann_index)
 
 
 if __name__ == "__main__":
