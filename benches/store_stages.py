@@ -88,14 +88,14 @@ def main() -> None:
     parser.add_argument("workdir", type=Path, help="store_growth.py's --workdir")
     parser.add_argument("leaves", type=int, help="the size written there (its d<N> and s<N>)")
     parser.add_argument("--rounds", type=int, default=20, help="times each warm question is asked")
+    parser.add_argument("--no-memory", action="store_true", help="the store alone (10M leaves do not fit in memory)")
     parser.add_argument("--ann-index", default="IVF_PQ", help="the store written with this ANN index")
     args = parser.parse_args()
     encoder = Encoder.default("optimized")
     stages = instrument(encoder)
-    indexes = {
-        "store": Index.open(args.workdir / store_name(args.leaves, args.ann_index), encoder),
-        "in memory": Index.from_dataset(args.workdir / f"d{args.leaves}", encoder),
-    }
+    indexes = {"store": Index.open(args.workdir / store_name(args.leaves, args.ann_index), encoder)}
+    if not args.no_memory:
+        indexes["in memory"] = Index.from_dataset(args.workdir / f"d{args.leaves}", encoder)
     cold = distinct_questions(2 * 200)
     for index in indexes.values():
         for question in QUESTIONS + cold[:50]:  # sessions, caches and the first partitions read
