@@ -24,6 +24,7 @@ pytest.importorskip("lancedb")
 
 import chunkforge  # noqa: E402
 from chunkforge import bulk  # noqa: E402
+from chunkforge.errors import ArgumentError  # noqa: E402
 from chunkforge.index import Index  # noqa: E402
 from chunkforge.index import store_query as store_module  # noqa: E402
 from chunkforge.index.fusion import BM25_POOL  # noqa: E402
@@ -297,6 +298,10 @@ def test_index_cache_holds_what_it_is_given(job, encoder, tmp_path):
     assert 2 * tight._session.size_bytes < roomy._session.size_bytes
     with pytest.raises(ValueError, match="index_cache_bytes"):
         Index.open(tmp_path / "ann", encoder, index_cache_bytes=-1)
+    for name in ("nprobes", "refine_factor"):
+        with pytest.raises(ArgumentError, match=f"{name} must be >= 1") as caught:
+            Index.open(tmp_path / "ann", encoder, **{name: 0})
+        assert caught.value.param == name
 
 
 def test_ann_index_keeps_the_partitions_it_was_built_with(encoder, tmp_path):

@@ -48,6 +48,14 @@ INDEX_CACHE_BYTES = 512 << 20
 """Bytes of LanceDB's index cache in a query process (IVF partitions and full-text posting
 lists read; its own default is 6 GB), kept across reloads. Measured at 10M leaves, 600 distinct
 questions: 512 MiB and 1 GiB answered at the same speed, in 1.7 and 1.9 GB processes."""
+NPROBES = 32
+"""IVF partitions the nearest-leaves search reads (of one per 4,096 leaves)."""
+REFINE_FACTOR = 10
+"""The nearest-leaves search rescores ``REFINE_FACTOR`` times the leaves it returns with their
+full vectors. Chosen on the real model's vectors at 1M leaves (the same 150 new questions at
+each setting): 10 finds 0.79 of the exact 64 nearest where 4 finds 0.71, for 0.3 ms more a new
+question (13.6 against 13.3 ms p50) and 4 ms more a repeated one; 64 partitions find 0.86 for
+6 ms more (``benches/results/store-growth.md``)."""
 _METADATA_CACHE_BYTES = 256 << 20  # LanceDB's file metadata cache (its default: 1 GB)
 _FTS_LIMIT = 4 * DENSE_POOL  # parents a full-text query returns (then those of the nearest leaves)
 
@@ -196,7 +204,7 @@ class StoreIndex:
     running meanwhile finishes on the commit it started on. Safe to share between threads.
     ``cache_bytes``: the documents kept read (resident bytes); ``index_cache_bytes``: LanceDB's cache of
     the index parts read (together, what a query process holds beyond the encoder); ``nprobes``
-    and ``refine_factor``: the ANN search's. A path that holds no store is a FileNotFoundError
+    and ``refine_factor``: the ANN search's (:data:`NPROBES`, :data:`REFINE_FACTOR`). A path that holds no store is a FileNotFoundError
     (nothing is created there).
 
     A store of two documents, one public and one for staff (in a temporary folder):
@@ -227,8 +235,8 @@ class StoreIndex:
         cache_bytes: int = CACHE_BYTES,
         index_cache_bytes: int = INDEX_CACHE_BYTES,
         weights: tuple[float, float] = (1.0, 1.0),
-        nprobes: int = 32,
-        refine_factor: int = 4,
+        nprobes: int = NPROBES,
+        refine_factor: int = REFINE_FACTOR,
     ) -> None:
         self.uri = os.fspath(uri)
         self._db = _connect(self.uri)
@@ -239,7 +247,8 @@ class StoreIndex:
             index_cache_size_bytes=self.index_cache_bytes, metadata_cache_size_bytes=_METADATA_CACHE_BYTES
         )
         self.weights = (float(weights[0]), float(weights[1]))
-        self.nprobes, self.refine_factor = nprobes, refine_factor
+        self.nprobes = check_int("nprobes", nprobes, 1)
+        self.refine_factor = check_int("refine_factor", refine_factor, 1)
         self._at: _Checkout | None = None
         if not self.reload():
             raise FileNotFoundError(f"no chunkforge store at {self.uri} (no commit)")
