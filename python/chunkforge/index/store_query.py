@@ -50,12 +50,13 @@ lists read; its own default is 6 GB), kept across reloads. Measured at 10M leave
 questions: 512 MiB and 1 GiB answered at the same speed, in 1.7 and 1.9 GB processes."""
 NPROBES = 32
 """IVF partitions the nearest-leaves search reads (of one per 4,096 leaves)."""
-REFINE_FACTOR = 10
+REFINE_FACTOR = 4
 """The nearest-leaves search rescores ``REFINE_FACTOR`` times the leaves it returns with their
-full vectors. Chosen on the real model's vectors at 1M leaves (the same 150 new questions at
-each setting): 10 finds 0.79 of the exact 64 nearest where 4 finds 0.71, for 0.3 ms more a new
-question (13.6 against 13.3 ms p50) and 4 ms more a repeated one; 64 partitions find 0.86 for
-6 ms more (``benches/results/store-growth.md``)."""
+full vectors, read from the leaves table. Measured on the real model's vectors at 1M leaves
+(the same 150 new questions at each setting): 4 finds 0.71 of the exact 64 nearest, 10 finds
+0.79, but a whole query (100 leaves asked, so 1,000 vectors read) then took 43 against 35 ms at
+p50 for new questions in the growth runs, 118 against 90 ms at 10M leaves
+(``benches/results/store-growth.md``)."""
 _METADATA_CACHE_BYTES = 256 << 20  # LanceDB's file metadata cache (its default: 1 GB)
 _FTS_LIMIT = 4 * DENSE_POOL  # parents a full-text query returns (then those of the nearest leaves)
 
