@@ -24,10 +24,13 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._io import MANIFEST, file_sha256, read_manifest
 from .errors import InputError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
 FORMAT = "chunkforge.embed-docs/1"
@@ -117,6 +120,34 @@ class ShardEntry:
         return path
 
 
+def shard_schema(
+    dim: int, dtype: str, with_text: bool, tree: bool, metadata: dict[str, str] | None = None
+) -> pa.Schema:
+    """The columns of a dataset's shards: doc_id, chunk_id, start, end, token_count, heading_path,
+    (passage, for the index's ``tree``; text, ``with_text``;) text_hash, vector (fixed-size list
+    of ``dtype``, float32 or float16, of ``dim``).
+
+    >>> shard_schema(384, "float16", with_text=False, tree=True).names[-3:]
+    ['passage', 'text_hash', 'vector']
+    """
+    import pyarrow as pa
+
+    fields = [
+        ("doc_id", pa.string()),
+        ("chunk_id", pa.string()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("token_count", pa.int32()),
+        ("heading_path", pa.list_(pa.string())),
+    ]
+    if tree:
+        fields.append(("passage", pa.int32()))
+    if with_text:
+        fields.append(("text", pa.string()))
+    fields += [("text_hash", pa.string()), ("vector", pa.list_(getattr(pa, dtype)(), dim))]
+    return pa.schema(fields, metadata=metadata)
+
+
 @dataclass(frozen=True)
 class DatasetManifest:
     """A finished dataset's manifest (see the module): its model, its units (``"tree"``: the
@@ -135,6 +166,10 @@ class DatasetManifest:
     format: str = FORMAT
     chunkforge_version: str = ""
     columns: dict[str, Any] = field(default_factory=dict)
+
+    def schema(self) -> pa.Schema:
+        """The columns of its shards (:func:`shard_schema`), whether it has any or not."""
+        return shard_schema(int(self.model["dim"]), self.vector_dtype, self.with_text, self.units == "tree")
 
     def as_dict(self) -> dict[str, Any]:
         """The manifest as the job writes it (``manifest.json``)."""

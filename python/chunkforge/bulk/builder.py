@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from .._dataset import shard_schema
 from .._io import Doc, atomic_file, text_hash
 from ..chunkers import node_id
 from ..errors import InputError
 from .cache import VECTORS_METADATA, VectorCache
-from .shards import ShardStats, shard_dir, shard_path, shard_schema, trees_path
+from .shards import ShardStats, shard_dir, shard_path, trees_path
 from .spec import JobSpec
 
 if TYPE_CHECKING:
@@ -56,7 +57,9 @@ class ShardBuilder:
         self.shard_dir = shard_dir(self.root)
         self.vectors = vectors
         self.cache = VectorCache(self.shard_dir, vectors, spec.reuse)
-        self.schema = shard_schema(self.encoder.dim, spec, {VECTORS_METADATA.decode(): vectors})
+        self.schema = shard_schema(
+            self.encoder.dim, spec.dtype, spec.with_text, spec.units == "tree", {VECTORS_METADATA.decode(): vectors}
+        )
         self.tree = spec.tree
         if self.tree is not None:
             from ..index.prefix import LeafPrefixer

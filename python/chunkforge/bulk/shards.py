@@ -172,27 +172,6 @@ def plan(inputs: Sequence[str], spec: JobSpec, settings: str, root: Path, known:
         yield Planned(key, docs, shard_exists(root, key, spec, known))
 
 
-def shard_schema(dim: int, spec: JobSpec, metadata: dict[str, str]) -> pa.Schema:
-    """The columns of a shard: doc_id, chunk_id, start, end, token_count, heading_path,
-    (passage, with ``units="tree"``; text,) text_hash, vector (fixed-size list of float32 or float16)."""
-    import pyarrow as pa
-
-    fields = [
-        ("doc_id", pa.string()),
-        ("chunk_id", pa.string()),
-        ("start", pa.int64()),
-        ("end", pa.int64()),
-        ("token_count", pa.int32()),
-        ("heading_path", pa.list_(pa.string())),
-    ]
-    if spec.units == "tree":
-        fields.append(("passage", pa.int32()))
-    if spec.with_text:
-        fields.append(("text", pa.string()))
-    fields += [("text_hash", pa.string()), ("vector", pa.list_(getattr(pa, spec.dtype)(), dim))]
-    return pa.schema(fields, metadata=metadata)
-
-
 def own_shards_only(root: Path) -> bool:
     """True for a ``shards`` folder holding nothing but the job's own files (a killed first
     run's): such a folder without a manifest is resumed, any other is not a dataset."""
@@ -242,9 +221,7 @@ def read_dataset(out: str | os.PathLike[str], columns: list[str] | None = None) 
     root = Path(out)
     files = list(iter_shards(root))
     if not files:
-        manifest = DatasetManifest.read(root)
-        spec = JobSpec(dtype=manifest.vector_dtype, with_text=manifest.with_text)
-        return shard_schema(manifest.model["dim"], spec, {}).empty_table()
+        return DatasetManifest.read(root).schema().empty_table()
     tables = []
     for f in files:
         try:

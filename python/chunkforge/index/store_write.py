@@ -334,14 +334,7 @@ def write_lancedb(dataset: str | os.PathLike[str], uri: str | os.PathLike[str], 
 
     root = Path(dataset)
     files = [entry.verified(root) for entry in manifest.shards]
-    if files:
-        schema = pq.read_schema(files[0]).remove_metadata()
-    else:  # the columns the job gives its shards (imported here: the bulk package imports the index's)
-        from ..bulk.shards import shard_schema
-        from ..bulk.spec import JobSpec
-
-        spec = JobSpec(dtype=manifest.vector_dtype, with_text=manifest.with_text)
-        schema = shard_schema(int(manifest.model["dim"]), spec, {})
+    schema = pq.read_schema(files[0]).remove_metadata() if files else manifest.schema()
 
     def batches() -> Iterator[pa.RecordBatch]:
         for path in files:
