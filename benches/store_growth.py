@@ -197,9 +197,15 @@ def measure(path: Path, kind: str) -> dict[str, float]:
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
-def store_name(leaves: int, ann_index: str = "IVF_PQ") -> str:
-    """The store's folder in ``--workdir``: ``s<leaves>``, with its ANN index when not IVF_PQ."""
-    return f"s{leaves}" + ("" if ann_index == "IVF_PQ" else f"-{ann_index.lower()}")
+def dataset_name(leaves: int, real: bool = False) -> str:
+    """The dataset's folder in ``--workdir``: ``d<leaves>``, ``-real`` with the real model's vectors."""
+    return f"d{leaves}" + ("-real" if real else "")
+
+
+def store_name(leaves: int, ann_index: str = "IVF_PQ", real: bool = False) -> str:
+    """The store's folder in ``--workdir``: ``s<leaves>``, ``-real`` with the real model's vectors,
+    then its ANN index when not IVF_PQ."""
+    return f"s{leaves}" + ("-real" if real else "") + ("" if ann_index == "IVF_PQ" else f"-{ann_index.lower()}")
 
 
 def size_mb(path: Path) -> float:
@@ -227,7 +233,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = args.workdir or Path(tmp)
         for i, leaves in enumerate(args.leaves):
-            root, store = work / f"d{leaves}", work / store_name(leaves, args.ann_index)
+            root = work / dataset_name(leaves, args.real_vectors)
+            store = work / store_name(leaves, args.ann_index, args.real_vectors)
             written_file = store.with_name(store.name + ".json")
             if not written_file.exists():
                 shutil.rmtree(root, ignore_errors=True)

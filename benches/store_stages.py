@@ -28,7 +28,7 @@ import chunkforge.index.store_query as store
 from chunkforge.encoder import Encoder
 from chunkforge.index import Index
 
-from store_growth import QUESTIONS, distinct_questions, store_name
+from store_growth import QUESTIONS, dataset_name, distinct_questions, store_name
 
 
 class Stages:
@@ -90,12 +90,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20, help="times each warm question is asked")
     parser.add_argument("--no-memory", action="store_true", help="the store alone (10M leaves do not fit in memory)")
     parser.add_argument("--ann-index", default="IVF_PQ", help="the store written with this ANN index")
+    parser.add_argument("--real-vectors", action="store_true", help="the store of the real model's vectors")
     args = parser.parse_args()
     encoder = Encoder.default("optimized")
     stages = instrument(encoder)
-    indexes = {"store": Index.open(args.workdir / store_name(args.leaves, args.ann_index), encoder)}
+    name = store_name(args.leaves, args.ann_index, args.real_vectors)
+    indexes = {"store": Index.open(args.workdir / name, encoder)}
     if not args.no_memory:
-        indexes["in memory"] = Index.from_dataset(args.workdir / f"d{args.leaves}", encoder)
+        indexes["in memory"] = Index.from_dataset(args.workdir / dataset_name(args.leaves, args.real_vectors), encoder)
     cold = distinct_questions(2 * 200)
     for index in indexes.values():
         for question in QUESTIONS + cold[:50]:  # sessions, caches and the first partitions read
@@ -109,7 +111,9 @@ def main() -> None:
         print(json.dumps({"index": name, **{k: round(v, 2) for k, v in row.items()}}), flush=True)
 
 
-def lance_side(workdir: Path, leaves: int, settings: list[tuple[int, int]], distinct: int, ann_index: str) -> None:
+def lance_side(
+    workdir: Path, leaves: int, settings: list[tuple[int, int]], distinct: int, ann_index: str, real: bool
+) -> None:
     """LanceDB's side alone, on the store ``s<leaves>``: each search of a query timed on its own
     (the nearest leaves at each ``(nprobes, refine_factor)``, each setting on new questions, the full text, the best parents'
     leaves, the hit documents), cold (``distinct`` new questions) then warm (the same again),
@@ -119,7 +123,7 @@ def lance_side(workdir: Path, leaves: int, settings: list[tuple[int, int]], dist
     from chunkforge.index.fusion import BM25_POOL, DENSE_POOL
 
     encoder = Encoder.default("optimized")
-    index = Index.open(workdir / store_name(leaves, ann_index), encoder)
+    index = Index.open(workdir / store_name(leaves, ann_index, real), encoder)
     at = index._now  # type: ignore[attr-defined]
     tables = at.tables
     questions = distinct_questions(distinct * (len(settings) + 1))  # new ones for each setting
@@ -181,10 +185,11 @@ def lance_main() -> None:
     parser.add_argument("leaves", type=int)
     parser.add_argument("--distinct", type=int, default=100)
     parser.add_argument("--ann-index", default="IVF_PQ", help="the store written with this ANN index")
+    parser.add_argument("--real-vectors", action="store_true", help="the store of the real model's vectors")
     parser.add_argument("--settings", nargs="+", default=["32:4", "8:1", "16:1", "16:4", "32:1", "64:1", "64:4"])
     args = parser.parse_args()
     settings = [(int(s.split(":")[0]), int(s.split(":")[1])) for s in args.settings]
-    lance_side(args.workdir, args.leaves, settings, args.distinct, args.ann_index)
+    lance_side(args.workdir, args.leaves, settings, args.distinct, args.ann_index, args.real_vectors)
 
 
 if __name__ == "__main__":

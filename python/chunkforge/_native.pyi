@@ -99,7 +99,7 @@ class Tokenizer:
         """Each text's words, saved (6 bytes a word: little-endian uint16 ``(gap since the last
         word's end, length, 2 * tokens + added)``, byte lengths of its UTF-8), to keep beside it:
         :meth:`Expander.add_docs` then takes the text without tokenizing it again. None for a
-        text this tokenizer cannot count word by word."""
+        text this tokenizer cannot count word by word, or where a value does not fit 16 bits."""
     def encode_offsets(self, text: str) -> tuple[_Ids, _Ints]:
         """Token ids of ``text`` and their ``(n, 2)`` offsets."""
     def encode_padded(

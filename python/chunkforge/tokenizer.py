@@ -182,7 +182,8 @@ class Tokenizer:
         without tokenizing it again (the LanceDB store keeps them). 6 bytes a word, little-endian
         uint16 ``(gap since the last word's end, length, 2 * tokens + added)`` (byte lengths of
         its UTF-8; ``added``: an added token such as ``[CLS]`` written in the text). None for a
-        text this tokenizer cannot count word by word, or with a gap or word of 64 KiB.
+        text this tokenizer cannot count word by word, or where a value does not fit 16 bits (a
+        gap or word of 64 KiB, a word of 32,768 tokens).
 
         >>> import numpy as np
         >>> (saved,) = Tokenizer.default().words(["Hello, world!"])

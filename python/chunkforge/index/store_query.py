@@ -164,8 +164,8 @@ class _Checkout:
 
     def _insert(self, docs: list[SavedDoc], words: list[bytes | None] | None = None) -> None:
         """Puts ``docs`` into the expander (in one call) and the cache: a document whose
-        ``words`` the store kept (a store written before keeps none) is not tokenized again,
-        the others are (in parallel)."""
+        ``words`` the store kept (a store written before it kept words has no such column) is
+        not tokenized again, the others are (in parallel)."""
         labels = []
         for doc in docs:
             n = len(doc.tree.leaves)

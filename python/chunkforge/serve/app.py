@@ -117,8 +117,9 @@ class Service:
 
     async def run(self, work: Callable[[], T], path: str, field: str | None = None) -> T:
         """``work()`` for a request to ``path``, in the pool within the timeout; the index's
-        ValueError or TypeError (a hit not in this version, a filter it rejects) is a 422 at
-        ``field`` (None: the body), then at the parameter a chunkforge error names (its ``param``)."""
+        ValueError or TypeError (a hit not in this version, a filter it rejects) is a 422 at the
+        parameter a chunkforge error names (its ``param``, a field of the body), else at ``field``
+        (None: the body)."""
         loop = asyncio.get_running_loop()
         self.in_flight += 1
         try:
@@ -129,7 +130,7 @@ class Service:
             raise ErrorAnswer(503, f"the index cannot answer: {exc}") from exc
         except (ValueError, TypeError) as exc:
             param = exc.param if isinstance(exc, ChunkforgeError) else None
-            loc = ["body", *(name for name in dict.fromkeys((field, param)) if name is not None)]
+            loc = ["body", *([param or field] if param or field else [])]
             raise ErrorAnswer(422, [{"loc": loc, "msg": str(exc), "type": "value_error"}]) from exc
         finally:
             self.in_flight -= 1
