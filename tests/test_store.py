@@ -375,6 +375,31 @@ def test_a_new_question_reads_its_documents_without_tokenizing_them(job, encoder
     assert spans(payload) == spans(memory.query(question))
 
 
+def test_a_store_without_words_tokenizes_its_documents_and_answers_the_same(job, encoder, tmp_path):
+    """A store written before documents kept their words (no ``words`` column), and one whose
+    documents have none (null): the reader tokenizes them, and answers as with the words."""
+    import lancedb
+
+    question = "how do I install the package?"
+    wanted = spans(StoreIndex(job / "store.lancedb", encoder).query(question))
+    for change in ("drop", "null"):
+        store = tmp_path / f"{change}.lancedb"
+        shutil.copytree(job / "store.lancedb", store)
+        db = lancedb.connect(store)
+        docs = db.open_table("docs")
+        if change == "drop":
+            docs.drop_columns(["words"])
+        else:
+            docs.update(values_sql={"words": "NULL"})
+        commits = db.open_table("commits")  # the last commit names the changed docs table
+        last = max(commits.to_arrow().column("version").to_pylist())
+        commits.update(where=f"version = {last}", values={"docs": docs.version})
+        index = StoreIndex(store, encoder)
+        before = encoder.tokenizer._native.tokenized[0]
+        assert spans(index.query(question)) == wanted
+        assert encoder.tokenizer._native.tokenized[0] - before > 1  # the documents were tokenized
+
+
 def test_cli_embed_docs_index_lancedb_then_query(tmp_path, capsys, model_cache):
     from chunkforge.cli import main
 
