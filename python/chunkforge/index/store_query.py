@@ -205,8 +205,8 @@ class StoreIndex:
     running meanwhile finishes on the commit it started on. Safe to share between threads.
     ``cache_bytes``: the documents kept read (resident bytes); ``index_cache_bytes``: LanceDB's cache of
     the index parts read (together, what a query process holds beyond the encoder); ``nprobes``
-    and ``refine_factor``: the ANN search's (:data:`NPROBES`, :data:`REFINE_FACTOR`). A path that holds no store is a FileNotFoundError
-    (nothing is created there).
+    and ``refine_factor``: the ANN search's (:data:`NPROBES`, :data:`REFINE_FACTOR`). A path that
+    holds no store is a FileNotFoundError (nothing is created there).
 
     A store of two documents, one public and one for staff (in a temporary folder):
 
@@ -225,6 +225,10 @@ class StoreIndex:
     # Setup
     <BLANKLINE>
     Install it with pip. Then run the tests.
+    >>> sorted({h.doc_id for h in index.search("install", k=3)})
+    ['a.md', 'b.md']
+    >>> {h.doc_id for h in index.search("install", k=3, where={"acl": "public"})}
+    {'a.md'}
     >>> folder.cleanup()
     """
 
@@ -359,24 +363,8 @@ class StoreIndex:
         """The ``k`` best leaves for ``query``, best first (see :meth:`chunkforge.Index.search`): the
         nearest leaves (the ANN index) and the leaves of the best parents by BM25 (the full-text
         index), fused as the in-memory index fuses them; ``where``, ``doc_id``, ``source`` and
-        ``filter`` narrow it as in memory (pushed down to LanceDB's filters).
-
-        >>> import json, tempfile
-        >>> from chunkforge import bulk
-        >>> folder = tempfile.TemporaryDirectory()
-        >>> docs = [{"id": "a.md", "acl": "public", "text": "Install it with pip. Then run the tests."},
-        ...         {"id": "b.md", "acl": "staff", "text": "Install it from the internal mirror."}]
-        >>> with open(f"{folder.name}/docs.jsonl", "w") as f:
-        ...     _ = f.write("".join(json.dumps(doc) + "\\n" for doc in docs))
-        >>> store = f"{folder.name}/store.lancedb"
-        >>> _ = bulk.run([f"{folder.name}/docs.jsonl"], f"{folder.name}/vectors", units="tree", lancedb=store, progress=False)
-        >>> index = StoreIndex(store)
-        >>> sorted({h.doc_id for h in index.search("install", k=3)})
-        ['a.md', 'b.md']
-        >>> [h.doc_id for h in index.search("install", k=3, where={"acl": "public"})]
-        ['a.md', 'a.md']
-        >>> folder.cleanup()
-        """
+        ``filter`` narrow it as in memory (pushed down to LanceDB's filters); the class's example
+        searches a store."""
         passes, hybrid = search_filter(keywords)
         return self._search(self._now, query, k, passes, hybrid)
 
