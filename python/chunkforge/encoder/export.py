@@ -39,6 +39,7 @@ import numpy as np
 
 from .._io import atomic_path, cache_root, checksum_ok, write_checksum
 from ..errors import ArgumentError, ModelError
+from .compat import read_json
 
 if TYPE_CHECKING:
     import onnx
@@ -141,12 +142,7 @@ def check_convertible(model_dir: Path) -> None:
     path = model_dir / "config.json"
     if not path.is_file():
         raise FileNotFoundError(f"missing config.json in model folder {model_dir}")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ModelError(f"cannot read it: {exc}", where=str(path)) from exc
-    if not isinstance(config, dict):
-        raise ModelError(f"must hold a JSON object, not a {type(config).__name__}", where=str(path))
+    config = read_json(path)
     model_type, act = config.get("model_type"), config.get("hidden_act", "gelu")
     if model_type != "bert" or act != "gelu":
         arch = ", ".join(config.get("architectures") or []) or "unknown architecture"
