@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._dataset import DatasetManifest, ShardEntry
-from ..errors import InputError
+from ..errors import ArgumentError, InputError
 from ..tokenizer import Tokenizer
 from .bm25 import BM25
 from .filters import TAGS_VERSION, tags_of
@@ -175,7 +175,7 @@ def write_store(
     >>> folder.cleanup()
     """
     if ann_index not in ANN_INDEXES:
-        raise ValueError(f"ann_index must be one of {', '.join(ANN_INDEXES)}, not {ann_index!r}")
+        raise ArgumentError(f"must be one of {', '.join(ANN_INDEXES)}, not {ann_index!r}", param="ann_index")
     with _writing(os.fspath(uri)):
         return _write_store(dataset, uri, ann_min_rows, ann_partitions, ann_index, tokenizer)
 
