@@ -237,9 +237,11 @@ def main() -> None:
             store = work / store_name(leaves, args.ann_index, args.real_vectors)
             written_file = store.with_name(store.name + ".json")
             if not written_file.exists():
-                shutil.rmtree(root, ignore_errors=True)
+                if not (root / "manifest.json").exists():  # written last: a dataset without one is partial
+                    shutil.rmtree(root, ignore_errors=True)
+                    dataset(root, leaves, real_vectors(work) if args.real_vectors else None)
                 shutil.rmtree(store, ignore_errors=True)
-                n = dataset(root, leaves, real_vectors(work) if args.real_vectors else None)
+                n = json.loads((root / "manifest.json").read_text())["rows"]
                 t = time.perf_counter()
                 write_store(root, store, ann_index=args.ann_index)
                 written_file.write_text(json.dumps({"leaves": n, "write_s": time.perf_counter() - t}))
