@@ -15,7 +15,9 @@ partitions), and reports the p50 / p99 and the peak RSS of each phase.
     python benches/store_growth.py --leaves 10000000 --no-memory --workdir /big/disk
 
 With ``--workdir`` the datasets and stores are kept there, and a size whose store is already
-there is measured again without being written (its write time is the one recorded then).
+there is measured again without being written (its write time is the one recorded then). The
+store's side indexes are built apart from the tables (``side s``), and the store is measured
+with them (the default) and, with ``--lancedb``, also without them (LanceDB's searches).
 """
 
 from __future__ import annotations
@@ -162,7 +164,10 @@ from chunkforge.index import Index
 questions = json.loads(sys.argv[2])
 encoder = Encoder.default("optimized")
 start = time.perf_counter()
-index = Index.from_dataset(sys.argv[1], encoder) if sys.argv[3] == "memory" else Index.open(sys.argv[1], encoder)
+if sys.argv[3] == "memory":
+    index = Index.from_dataset(sys.argv[1], encoder)
+else:
+    index = Index.open(sys.argv[1], encoder, side=sys.argv[3] == "store")
 opened = time.perf_counter() - start
 def timed(asked):
     times = []
@@ -214,6 +219,8 @@ def size_mb(path: Path) -> float:
 
 def main() -> None:
     from chunkforge.index.store import ANN_INDEXES, write_store
+    from chunkforge.index.store_side import build_side
+    from chunkforge.index.store_tables import _connect, last_commit
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--leaves", type=int, nargs="+", default=[100_000])
@@ -228,6 +235,9 @@ def main() -> None:
         help="the real model's vectors of the leaves (embedded once, in --workdir)",
     )
     parser.add_argument("--ann-index", choices=ANN_INDEXES, default="IVF_PQ", help="the leaves' ANN index")
+    parser.add_argument(
+        "--lancedb", action="store_true", help="also measure each store without its side (LanceDB's searches)"
+    )
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -243,9 +253,17 @@ def main() -> None:
                 shutil.rmtree(store, ignore_errors=True)
                 n = json.loads((root / "manifest.json").read_text())["rows"]
                 t = time.perf_counter()
-                write_store(root, store, ann_index=args.ann_index)
+                write_store(root, store, ann_index=args.ann_index, side=False)
                 written_file.write_text(json.dumps({"leaves": n, "write_s": time.perf_counter() - t}))
-            row = {**json.loads(written_file.read_text()), "disk_mb": size_mb(store), **measure(store, "store")}
+            written = json.loads(written_file.read_text())
+            if "side_s" not in written:  # a store written before sides, or by the lines above
+                t = time.perf_counter()
+                side = build_side(store, last_commit(_connect(str(store))))
+                written.update(side_s=time.perf_counter() - t, side_mb=size_mb(side))
+                written_file.write_text(json.dumps(written))
+            row = {**written, "disk_mb": size_mb(store) - written["side_mb"], **measure(store, "store")}
+            if args.lancedb:
+                row["lancedb"] = measure(store, "lancedb")
             if i == 0 and not args.no_memory:
                 row["memory"] = measure(root, "memory")
             rows.append(row)
@@ -263,15 +281,20 @@ def report(rows: list[dict], out: Path | None, real: bool = False) -> None:
         f"{len(QUESTIONS)} questions x 5 (warm), then {DISTINCT} distinct ones (cold), `query()` with the defaults "
         "(k 100, 1,000 tokens), each size in a fresh process.",
         "",
-        "| leaves | write_store s | on disk MB | open s | warm p50 / p99 ms | warm RSS MB | cold p50 / p99 ms | cold RSS MB |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| leaves | searches | write_store s | side s | tables / side MB | open s | warm p50 / p99 ms | warm RSS MB "
+        "| cold p50 / p99 ms | cold RSS MB |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
-        lines.append(
-            f"| {r['leaves']:,} | {r['write_s']:.1f} | {r['disk_mb']:.0f} | {r['opened']:.2f} | "
-            f"{1000 * r['p50']:.1f} / {1000 * r['p99']:.1f} | {r['rss_mb']:.0f} | "
-            f"{1000 * r['cold_p50']:.1f} / {1000 * r['cold_p99']:.1f} | {r['cold_rss_mb']:.0f} |"
-        )
+        for searches, m in (("side", r), ("LanceDB", r.get("lancedb"))):
+            if m is None:
+                continue
+            lines.append(
+                f"| {r['leaves']:,} | {searches} | {r['write_s']:.1f} | {r['side_s']:.1f} | "
+                f"{r['disk_mb']:.0f} / {r['side_mb']:.0f} | {m['opened']:.2f} | "
+                f"{1000 * m['p50']:.1f} / {1000 * m['p99']:.1f} | {m['rss_mb']:.0f} | "
+                f"{1000 * m['cold_p50']:.1f} / {1000 * m['cold_p99']:.1f} | {m['cold_rss_mb']:.0f} |"
+            )
     if "memory" in rows[0]:
         m = rows[0]["memory"]
         lines += [

@@ -51,7 +51,8 @@ class Stages:
 
 
 def instrument(encoder: Encoder) -> Stages:
-    """Wraps the encoder's question embedding and the store's LanceDB calls and reads."""
+    """Wraps the encoder's question embedding, the store's LanceDB calls and reads and its
+    side's searches (with a side, "LanceDB: searches" reads the nearest leaves' rows)."""
     stages = Stages()
     encoder.embed_query = stages.timed("embed the question", encoder.embed_query)  # type: ignore[method-assign]
     store._run = stages.timed(lambda: "LanceDB: docs query" if stages.reading else "LanceDB: searches", store._run)
@@ -66,6 +67,7 @@ def instrument(encoder: Encoder) -> Stages:
 
     store._Checkout.load = reading_load  # type: ignore[method-assign]
     store._Checkout._insert = stages.timed("insert into the expander", store._Checkout._insert)  # type: ignore[method-assign]
+    store.Side.ranked = stages.timed("side: graph, BM25, best parents' leaves", store.Side.ranked)  # type: ignore[method-assign]
     return stages
 
 
@@ -91,11 +93,14 @@ def main() -> None:
     parser.add_argument("--no-memory", action="store_true", help="the store alone (10M leaves do not fit in memory)")
     parser.add_argument("--ann-index", default="IVF_PQ", help="the store written with this ANN index")
     parser.add_argument("--real-vectors", action="store_true", help="the store of the real model's vectors")
+    parser.add_argument("--lancedb", action="store_true", help="the store without its side too (LanceDB's searches)")
     args = parser.parse_args()
     encoder = Encoder.default("optimized")
     stages = instrument(encoder)
     name = store_name(args.leaves, args.ann_index, args.real_vectors)
     indexes = {"store": Index.open(args.workdir / name, encoder)}
+    if args.lancedb:
+        indexes["store, LanceDB's searches"] = Index.open(args.workdir / name, encoder, side=False)
     if not args.no_memory:
         indexes["in memory"] = Index.from_dataset(args.workdir / dataset_name(args.leaves, args.real_vectors), encoder)
     cold = distinct_questions(2 * 200)
@@ -106,7 +111,9 @@ def main() -> None:
     for phase in ("warm", "warm again"):  # side by side, in turn
         for name, index in indexes.items():
             rows[f"{name}, {phase}"] = measure(index, stages, args.rounds * QUESTIONS)
-    rows["store, cold"] = measure(indexes["store"], stages, cold[200:])
+    rows["store, cold"] = measure(indexes["store"], stages, cold[200:300])
+    if args.lancedb:
+        rows["store, LanceDB's searches, cold"] = measure(indexes["store, LanceDB's searches"], stages, cold[300:])
     for name, row in rows.items():
         print(json.dumps({"index": name, **{k: round(v, 2) for k, v in row.items()}}), flush=True)
 
@@ -126,7 +133,7 @@ def lance_side(
     index = Index.open(workdir / store_name(leaves, ann_index, real), encoder)
     at = index._now  # type: ignore[attr-defined]
     tables = at.tables
-    questions = distinct_questions(distinct * (len(settings) + 1))  # new ones for each setting
+    questions = distinct_questions(distinct * (len(settings) + 2))  # new ones for each setting, and the side
     vectors = [encoder.embed_query(q) for q in questions]
     table = store._run(tables["leaves"].query().select(["vector"]).to_arrow())
     column = table.column("vector").combine_chunks()
@@ -161,6 +168,30 @@ def lance_side(
         )
         row = {"search": "nearest", "nprobes": nprobes, "refine": refine, "cold p50": cold, "warm p50": warm}
         print(json.dumps({**row, "recall": round(recall, 4)}), flush=True)
+
+    if at.side is not None:  # the side's graph, its leaves' vectors read by row
+        own = slice(len(settings) * distinct, (len(settings) + 1) * distinct)
+
+        def side_nearest(v: Any) -> Any:
+            rows = at.side.nearest(v / np.linalg.norm(v), DENSE_POOL)
+            return store._run(index._taken(tables["leaves"], rows, v))  # type: ignore[attr-defined]
+
+        cold, found = timed(side_nearest, vectors[own])
+        warm, _ = timed(side_nearest, vectors[own])
+        recall = float(
+            np.mean([sum(c >= e - 1e-5 for _, c in f.values()) / DENSE_POOL for f, e in zip(found, exact[own])])
+        )
+        row = {"search": "nearest (side)", "cold p50": cold, "warm p50": warm, "recall": round(recall, 4)}
+        print(json.dumps(row), flush=True)
+
+        def side_ranked(i: int) -> Any:
+            v = vectors[i]
+            return at.side.ranked(questions[i], v / np.linalg.norm(v), DENSE_POOL, BM25_POOL)
+
+        last = list(range(len(questions) - distinct, len(questions)))
+        cold, _ = timed(side_ranked, last)
+        warm, _ = timed(side_ranked, last)
+        print(json.dumps({"search": "side: graph, BM25, best parents' leaves", "cold p50": cold, "warm p50": warm}))
 
     def fts(q: str) -> Any:
         return store._run(index._bm25(tables["parents"], q, None))  # type: ignore[attr-defined]

@@ -258,7 +258,7 @@ def rows_of(uri: Path) -> dict[str, list]:
 
 @pytest.mark.parametrize("kind", ["IVF_PQ", "IVF_HNSW_SQ"])
 def test_ann_index_finds_each_leaf(job, encoder, tmp_path, kind):
-    write_store(job / "vectors", tmp_path / "ann", ann_min_rows=256, ann_partitions=2, ann_index=kind)
+    write_store(job / "vectors", tmp_path / "ann", ann_min_rows=256, ann_partitions=2, ann_index=kind, side=False)
     import lancedb
 
     indices = lancedb.connect(tmp_path / "ann").open_table("leaves").list_indices()
@@ -289,7 +289,7 @@ def test_document_cache_stays_within_cache_bytes(job, encoder):
 def test_index_cache_holds_what_it_is_given(job, encoder, tmp_path):
     """``index_cache_bytes`` bounds a query process's LanceDB index cache (IVF partitions,
     posting lists); a cap too small to hold them costs reads, not answers."""
-    write_store(job / "vectors", tmp_path / "ann", ann_min_rows=256, ann_partitions=2)
+    write_store(job / "vectors", tmp_path / "ann", ann_min_rows=256, ann_partitions=2, side=False)
     roomy = Index.open(tmp_path / "ann", encoder)
     tight = Index.open(tmp_path / "ann", encoder, index_cache_bytes=64 << 10)
     for question in QUESTIONS:
@@ -313,7 +313,7 @@ def test_ann_index_keeps_the_partitions_it_was_built_with(encoder, tmp_path):
 
     docs = write_jsonl(tmp_path / "docs.jsonl", records(80))
     bulk.run([docs], tmp_path / "vectors", encoder=encoder, units="tree")
-    write_store(tmp_path / "vectors", tmp_path / "ann", ann_min_rows=256, ann_partitions=6)
+    write_store(tmp_path / "vectors", tmp_path / "ann", ann_min_rows=256, ann_partitions=6, side=False)
     leaves = lancedb.connect(tmp_path / "ann").open_table("leaves")
     assert leaves.count_rows() >= 6 * 256
     plan = leaves.search(np.ones(384, np.float32)).distance_type("cosine").nprobes(1).limit(1).analyze_plan()
@@ -421,7 +421,7 @@ def test_a_damaged_full_text_index_is_an_error_not_dense_only_search(job, encode
     shutil.copytree(job / "store.lancedb", store)
     for part in (store / "parents.lance" / "_indices").rglob("*invert*"):
         part.write_bytes(b"garbage!" * 8)
-    index = Index.open(store, encoder)
+    index = Index.open(store, encoder, side=False)
     with pytest.raises(StoreError, match=r"cannot be read \(parents table: "):
         index.search("how do I install it?")
     assert index.search("how do I install it?", hybrid=False)  # the leaves are whole
@@ -486,3 +486,51 @@ def test_one_writer_at_a_time_per_store(job, tmp_path):
         holder.kill()
         holder.wait()
     assert write_store(job / "new", store) == 2
+
+
+def test_each_commit_gets_a_side_that_answers_as_lancedb(job, encoder, tmp_path):
+    """``write_store`` builds each commit's side indexes after it (and for a commit that has
+    none, when called again); a reader searches them in place of LanceDB's indexes, with the
+    same scores, and falls back to LanceDB's where its commit has no side. A killed build's
+    work folder is never read and is removed by the next build; two sides are kept."""
+    from chunkforge.index.store_side import side_folder
+
+    store = tmp_path / "store"
+    assert write_store(job / "vectors", store, side=False) == 1 and not (store / "side").exists()
+    assert Index.open(store, encoder)._now.side is None
+    assert write_store(job / "vectors", store) == 1  # up to date: no new commit, but its side
+    assert (side_folder(store, 1) / "side.json").is_file()
+    sided, plain = Index.open(store, encoder), Index.open(store, encoder, side=False)
+    assert sided._now.side is not None and plain._now.side is None
+    same = 0
+    for question in QUESTIONS:
+        for hybrid in (True, False):
+            a, b = sided.search(question, k=10, hybrid=hybrid), plain.search(question, k=10, hybrid=hybrid)
+            assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-4), question
+        payload = sided.query(question)
+        assert payload.passages and all(p.text == sided.document(p.doc_id)[p.start : p.end] for p in payload.passages)
+        same += spans(payload) == spans(plain.query(question))
+    assert same >= 3  # equal scores of leaves with the same text: either order
+    (store / "side" / ".2.999").mkdir()  # a killed build's work folder
+    assert write_store(job / "new", store) == 2
+    assert sorted(p.name for p in (store / "side").iterdir()) == ["1", "2"]
+    assert sided.reload() and sided._now.side.version == 2
+    assert sided.metadata(changed(records())[9]["id"])["acl"] == "staff"
+    assert spans(sided.query("installing the package with pip")) == spans(
+        Index.open(store, encoder, side=False).query("installing the package with pip")
+    )
+    assert write_store(job / "vectors", store) == 3
+    assert sorted(p.name for p in (store / "side").iterdir()) == ["2", "3"]
+
+
+def test_side_graph_finds_each_leaf(job, encoder, tmp_path, monkeypatch):
+    """Above ``EXACT_MAX`` leaves the side searches its HNSW graph (int8, read in place)."""
+    from chunkforge.index import store_side
+
+    monkeypatch.setattr(store_side, "EXACT_MAX", 16)
+    write_store(job / "vectors", tmp_path / "graph")
+    store, memory = Index.open(tmp_path / "graph", encoder), Index.from_dataset(job / "vectors", encoder)
+    assert store._now.side is not None and not store._now.side.exact
+    leaves = memory.leaves()
+    found = sum(leaf.id in [h.id for h in store.search(leaf.text, k=10, hybrid=False)] for leaf in leaves[::53])
+    assert found >= 0.9 * len(leaves[::53])

@@ -14,6 +14,12 @@ A document's metadata is kept with it (``docs.metadata``) and, for filtering, as
 (:func:`~chunkforge.index.filters.tags_of`, with a label-list index) on its leaves and parents, so that
 ``where=`` is pushed down to LanceDB's filters.
 
+Beside the tables, each commit of a local store gets its side indexes
+(:mod:`~chunkforge.index.store_side`, ``<store>/side/<version>/``): an HNSW graph over the
+leaves' int8 vectors, the parents' BM25 postings and the rows of each parent's leaves and of
+each document, memory-mapped by readers, which then search them in place of LanceDB's indexes
+(a filtered search still goes through LanceDB's filters).
+
 An update (the job's next run) deletes the rows of the shards that are gone and adds those of
 the new ones (a changed document rebuilds only its own shard's rows), then appends a commit.
 Readers open the tables at the versions of the latest commit, so they never see half an update;
@@ -26,8 +32,8 @@ expander with a bounded cache, so a query process holds the ANN index's cache, n
 
 The modules: :mod:`~chunkforge.index.store_tables` (the tables, their columns, the commits),
 :mod:`~chunkforge.index.store_write` (:func:`write_store`, and :func:`write_lancedb`, the bulk
-job's one LanceDB writer) and :mod:`~chunkforge.index.store_query` (:class:`StoreIndex`); this
-module names what they offer.
+job's one LanceDB writer), :mod:`~chunkforge.index.store_side` (the side indexes) and
+:mod:`~chunkforge.index.store_query` (:class:`StoreIndex`); this module names what they offer.
 
 >>> is_store("no-store-here"), is_local("store.lancedb"), is_local("s3://bucket/store")
 (False, True, False)

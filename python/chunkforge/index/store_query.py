@@ -17,7 +17,7 @@ import numpy as np
 
 from .._checks import check_int
 from .._recommended import RECOMMENDED
-from .._search import int8_cosines, int8_rows
+from .._search import int8_cosines, int8_rows, normalized
 from ..errors import ArgumentError, ChunkforgeError, InputError
 from ..tokenizer import Tokenizer
 from . import expansion
@@ -27,6 +27,7 @@ from .filters import TAGS_VERSION, Filter
 from .fusion import BM25_POOL, DENSE_POOL, fuse
 from .options import ExpandOptions, search_filter, spells_search_keywords, split_keywords
 from .payload import DocumentTree, Hit, Payload
+from .store_side import Side
 from .store_tables import DOCS, LEAVES, PARENTS, _connect, _lancedb, last_commit, parent_key
 from .trees import SavedDoc, TreeSettings, are_spans, checked_spans, overlapping, read_docs, scratch_expander
 
@@ -128,10 +129,12 @@ class _Checkout:
     A query runs on one checkout from start to end, so a reload (a new checkout) never changes
     the tables or the documents under it."""
 
-    def __init__(self, commit: dict[str, Any], tables: dict[str, Any], tokenizer: Tokenizer, cache_bytes: int) -> None:
+    def __init__(
+        self, commit: dict[str, Any], tables: dict[str, Any], side: Side | None, tokenizer: Tokenizer, cache_bytes: int
+    ) -> None:
         settings = json.loads(commit["settings"])
         self.version = int(commit["version"])
-        self.tables = tables
+        self.tables, self.side = tables, side
         self.settings = TreeSettings.from_dict(settings["tree"])
         self.model: dict[str, Any] = settings["model"]
         self.tags = settings.get("tags", 1)
@@ -150,8 +153,7 @@ class _Checkout:
         wanted = list(dict.fromkeys(doc_ids))
         missing = [d for d in wanted if d not in self.cache]
         if missing:
-            ids = ", ".join("'" + d.replace("'", "''") + "'" for d in missing)
-            rows = _run(self.tables[DOCS].query().where(f"doc_id IN ({ids})").limit(len(missing) + 1).to_arrow())
+            rows = self._rows(missing)
             words = rows.column("words").to_pylist() if "words" in rows.column_names else None
             self._insert(read_docs(rows, f"{uri}/{DOCS}"), words)
         found = {}
@@ -161,6 +163,18 @@ class _Checkout:
                 found[d] = self.cache[d]
         self._evict(keep=set(found))
         return found
+
+    def _rows(self, doc_ids: list[str]) -> pa.Table:
+        """The docs table's rows of those of ``doc_ids`` it holds: by row number when the
+        commit has a side, else by a filter on ``doc_id``."""
+        if self.side is None:
+            ids = ", ".join("'" + d.replace("'", "''") + "'" for d in doc_ids)
+            return _run(self.tables[DOCS].query().where(f"doc_id IN ({ids})").limit(len(doc_ids) + 1).to_arrow())
+        held = [d for d in doc_ids if d in self.side.doc_rows]
+        rows = _run(self.tables[DOCS].take_offsets([self.side.doc_rows[d] for d in held]).to_arrow())
+        if sorted(rows.column("doc_id").to_pylist()) != sorted(held):
+            raise RuntimeError(f"its side {self.side.folder} does not match the table")
+        return cast("pa.Table", rows)
 
     def _insert(self, docs: list[SavedDoc], words: list[bytes | None] | None = None) -> None:
         """Puts ``docs`` into the expander (in one call) and the cache: a document whose
@@ -205,8 +219,10 @@ class StoreIndex:
     running meanwhile finishes on the commit it started on. Safe to share between threads.
     ``cache_bytes``: the documents kept read (resident bytes); ``index_cache_bytes``: LanceDB's cache of
     the index parts read (together, what a query process holds beyond the encoder); ``nprobes``
-    and ``refine_factor``: the ANN search's (:data:`NPROBES`, :data:`REFINE_FACTOR`). A path that
-    holds no store is a FileNotFoundError (nothing is created there).
+    and ``refine_factor``: the ANN search's (:data:`NPROBES`, :data:`REFINE_FACTOR`); ``side``:
+    search a commit's side indexes (:mod:`~chunkforge.index.store_side`) when it has them, and
+    LanceDB's indexes when filtered or when it has none (``False``: always LanceDB's). A path
+    that holds no store is a FileNotFoundError (nothing is created there).
 
     A store of two documents, one public and one for staff (in a temporary folder):
 
@@ -242,6 +258,7 @@ class StoreIndex:
         weights: tuple[float, float] = (1.0, 1.0),
         nprobes: int = NPROBES,
         refine_factor: int = REFINE_FACTOR,
+        side: bool = True,
     ) -> None:
         self.uri = os.fspath(uri)
         self._db = _connect(self.uri)
@@ -254,6 +271,7 @@ class StoreIndex:
         self.weights = (float(weights[0]), float(weights[1]))
         self.nprobes = check_int("nprobes", nprobes, 1)
         self.refine_factor = check_int("refine_factor", refine_factor, 1)
+        self.side = bool(side)
         self._at: _Checkout | None = None
         if not self.reload():
             raise FileNotFoundError(f"no chunkforge store at {self.uri} (no commit)")
@@ -268,7 +286,8 @@ class StoreIndex:
             return False
         tables = _run(_checked_out(self.uri, commit, self._session))
         tokenizer = self._encoder.tokenizer if self._encoder is not None else Tokenizer.default()
-        self._at = _Checkout(commit, tables, tokenizer, self.cache_bytes)
+        side = Side.open(self.uri, int(commit["version"])) if self.side else None
+        self._at = _Checkout(commit, tables, side, tokenizer, self.cache_bytes)
         return True
 
     @property
@@ -387,13 +406,24 @@ class StoreIndex:
         predicate = passes.sql()
         hybrid = True if hybrid is None else hybrid
         vector = self.encoder.embed_query(query)
+        side = at.side if predicate is None else None  # a filtered search: LanceDB's filters
+        unit = normalized(vector[None, :])[0]
         if not hybrid:
-            dense = self._read(self._nearest(at.tables[LEAVES], vector, k, predicate), LEAVES)
+            if side is not None:
+                dense = self._read(self._taken(at.tables[LEAVES], side.nearest(unit, k), vector), LEAVES)
+            else:
+                dense = self._read(self._nearest(at.tables[LEAVES], vector, k, predicate), LEAVES)
             ranked = sorted(dense.items(), key=lambda item: (-item[1][1], item[0]))[:k]
             if best is not None and ranked:
                 best.append(ranked[0][1][1])
             return self._hits(at, [(key, cos) for key, (_, cos) in ranked])
-        dense, bm25 = self._read(self._ranked(at.tables, query, vector, max(k, DENSE_POOL), predicate), PARENTS)
+        if side is not None:
+            rows, pooled, bm25 = side.ranked(query, unit, max(k, DENSE_POOL), BM25_POOL)
+            dense = self._read(self._taken(at.tables[LEAVES], rows, vector), LEAVES)
+            for key, value in pooled.items():
+                dense.setdefault(key, value)  # a leaf both searches found keeps its nearest-search cosine
+        else:
+            dense, bm25 = self._read(self._ranked(at.tables, query, vector, max(k, DENSE_POOL), predicate), PARENTS)
         if not dense:
             return []
         keys = list(dense)
@@ -440,6 +470,15 @@ class StoreIndex:
             search = search.where(predicate)  # before the search (LanceDB's default)
         rows = await search.select(["doc_id", "leaf", "passage", "vector", "_distance"]).to_arrow()
         return _cosines(rows, vector)
+
+    async def _taken(
+        self, leaves: Any, rows: np.ndarray, vector: np.ndarray
+    ) -> dict[tuple[str, int], tuple[int, float]]:
+        """``(doc_id, leaf) -> (passage, cosine)`` of the leaves at ``rows`` (the side's nearest)."""
+        if not len(rows):
+            return {}
+        taken = leaves.take_offsets(rows.tolist()).select(["doc_id", "leaf", "passage", "vector"])
+        return _cosines(await taken.to_arrow(), vector)
 
     async def _bm25(
         self, parents: Any, query: str, predicate: str | None, among: set[tuple[str, int]] | None = None

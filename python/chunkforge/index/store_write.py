@@ -20,6 +20,7 @@ from ..tokenizer import Tokenizer
 from .bm25 import BM25
 from .filters import TAGS_VERSION, tags_of
 from .prefix import passage_texts, title_of
+from .store_side import build_side
 from .store_tables import (
     COMMITS,
     DOCS,
@@ -156,6 +157,7 @@ def write_store(
     ann_partitions: int | None = None,
     ann_index: AnnIndex = "IVF_PQ",
     tokenizer: Tokenizer | None = None,
+    side: bool = True,
 ) -> int:
     """Brings the store at ``uri`` up to date with the tree dataset ``dataset`` (``embed-docs
     --index``); returns the new commit's version. Only the shards that changed are deleted or
@@ -164,6 +166,8 @@ def write_store(
     with ``ann_partitions`` IVF partitions (default: one per :data:`ANN_PARTITION_ROWS` leaves).
     ``tokenizer``: the dataset's, whose words of each document the store keeps so that a reader
     need not tokenize it again (default: the default model's, for a dataset of that model).
+    ``side``: then build the commit's side indexes (:func:`~chunkforge.index.store_side.build_side`,
+    a local store only), which its readers search in place of LanceDB's.
 
     >>> import tempfile
     >>> from chunkforge import bulk
@@ -177,7 +181,10 @@ def write_store(
     if ann_index not in ANN_INDEXES:
         raise ArgumentError(f"must be one of {', '.join(ANN_INDEXES)}, not {ann_index!r}", param="ann_index")
     with _writing(os.fspath(uri)):
-        return _write_store(dataset, uri, ann_min_rows, ann_partitions, ann_index, tokenizer)
+        commit = _write_store(dataset, uri, ann_min_rows, ann_partitions, ann_index, tokenizer)
+        if side:  # also when nothing changed: a killed build's commit gets its side
+            build_side(uri, commit)
+        return int(commit["version"])
 
 
 def _write_store(
@@ -187,8 +194,8 @@ def _write_store(
     ann_partitions: int | None,
     ann_index: AnnIndex,
     tokenizer: Tokenizer | None,
-) -> int:
-    """:func:`write_store` with the store held."""
+) -> dict[str, Any]:
+    """:func:`write_store` with the store held; returns the store's last commit."""
     lancedb = _lancedb()
     root = Path(dataset)
     manifest = DatasetManifest.read(root)
@@ -228,7 +235,7 @@ def _write_store(
     gone = sorted(before - set(entries))
     new = [key for key in entries if key not in before]
     if not gone and not new and commit is not None:
-        return int(commit["version"])
+        return commit
     for at in range(0, len(gone), _DELETE_KEYS):
         keys = ", ".join(f"'{k}'" for k in gone[at : at + _DELETE_KEYS])
         for table in tables.values():
@@ -254,7 +261,7 @@ def _write_store(
         db.open_table(COMMITS) if COMMITS in table_names(db) else db.create_table(COMMITS, schema=columns[COMMITS])
     )
     commits.add(pa.Table.from_pylist([row], schema=columns[COMMITS]))
-    return version
+    return row
 
 
 def _index(tables: dict[str, Any], ann_min_rows: int, ann_partitions: int | None, ann_index: AnnIndex) -> None:
