@@ -174,7 +174,7 @@ def lance_side(
 
         def side_nearest(v: Any) -> Any:
             rows = at.side.nearest(v / np.linalg.norm(v), DENSE_POOL)
-            return store._run(index._taken(tables["leaves"], rows, v))  # type: ignore[attr-defined]
+            return store._run(index._taken(tables["leaves"], at.side, rows, v))  # type: ignore[attr-defined]
 
         cold, found = timed(side_nearest, vectors[own])
         warm, _ = timed(side_nearest, vectors[own])

@@ -275,26 +275,25 @@ class Side:
             )
             return None
 
-    def _keys(self, rows: np.ndarray, unit: np.ndarray) -> dict[tuple[str, int], tuple[int, float]]:
-        """``(doc_id, leaf) -> (passage, cosine)`` of leaf rows, cosines from int8 to 6 decimals."""
-        cos = np.round(int8_cosines(self.codes[rows], self.scales[rows], unit).astype(np.float64), 6)
-        return {
-            (self.doc_ids[d], int(leaf)): (int(p), float(c))
-            for d, leaf, p, c in zip(
-                self.leaf_doc[rows].tolist(),
-                self.leaf_no[rows].tolist(),
-                self.parent_passage[self.leaf_parent[rows]].tolist(),
-                cos,
-            )
-        }
+    def leaves(self, rows: np.ndarray) -> tuple[list[str], list[int], list[int]]:
+        """The ``doc_id``, ``leaf`` and ``passage`` of leaf rows."""
+        return (
+            [self.doc_ids[d] for d in self.leaf_doc[rows].tolist()],
+            self.leaf_no[rows].tolist(),
+            self.parent_passage[self.leaf_parent[rows]].tolist(),
+        )
 
     def nearest(self, unit: np.ndarray, k: int) -> np.ndarray:
         """The rows (in the leaves table) of the ``k`` nearest leaves of the unit vector
         ``unit`` by their int8 vectors, ascending; exact below :data:`EXACT_MAX` leaves."""
-        if self.exact:
-            cos = int8_cosines(self.codes, self.scales, unit)
-            return np.sort(np.argsort(-cos, kind="stable")[:k])
+        if not len(self.codes):
+            return np.zeros(0, np.int64)
         codes, _ = int8_rows(unit[None, :])
+        if self.exact:
+            from usearch.index import search
+
+            found = search(self.codes, codes[0], min(k, len(self.codes)), "cos", exact=True)
+            return np.sort(found.keys.astype(np.int64))
         vectors = self.graph.search(codes[0], k).keys.tolist()  # distinct vectors, nearest first
         rows = np.concatenate([self.copies[self.copy_ptr[v] : self.copy_ptr[v + 1]] for v in vectors] or [[]])
         return np.sort(rows[:k].astype(np.int64))
@@ -326,15 +325,7 @@ class Side:
         pooled = [self.by_parent[self.parent_ptr[p] : self.parent_ptr[p + 1]] for p in best]
         rows = np.sort(np.concatenate(pooled)) if pooled else np.zeros(0, np.int64)
         cos = np.round(int8_cosines(self.codes[rows], self.scales[rows], unit).astype(np.float64), 6)
-        lexical = {
-            (self.doc_ids[d], leaf): (p, c)
-            for d, leaf, p, c in zip(
-                self.leaf_doc[rows].tolist(),
-                self.leaf_no[rows].tolist(),
-                self.parent_passage[self.leaf_parent[rows]].tolist(),
-                cos.tolist(),
-            )
-        }
+        lexical = {(d, leaf): (p, c) for d, leaf, p, c in zip(*self.leaves(rows), cos.tolist())}
         parents = np.unique(self.leaf_parent[np.concatenate([near, rows])])
         parents = parents[scores[parents] > 0]
         bm25 = zip(self.parent_doc[parents].tolist(), self.parent_passage[parents].tolist(), scores[parents].tolist())
