@@ -194,7 +194,7 @@ while time.time() < deadline:
     hits = index.search("how do I install it?", k=5, hybrid=False)
     payload = index.query("how do I install it?", k=20)  # full text, trees and texts of that one version
     ok = all(index.document(p.doc_id)[p.start : p.end] == p.text for p in payload.passages)
-    seen.append([index.version, index.leaf_count, len(hits), bool(payload.passages) and ok])
+    seen.append([index.version, index.leaf_count, len(hits), bool(payload.passages) and ok, index._now.side is not None])
 print(json.dumps(seen))
 """
 
@@ -224,8 +224,9 @@ def test_writer_killed_mid_update_leaves_the_last_commit_and_readers_one_version
     for reader in readers:
         out, _ = reader.communicate(timeout=120)
         seen = json.loads(out)
-        assert seen and all(
-            version in rows and count == rows[version] and n == 5 and ok for version, count, n, ok in seen
+        assert seen and all(  # a commit a reader sees has its side (built before the commit)
+            version in rows and count == rows[version] and n == 5 and ok and side
+            for version, count, n, ok, side in seen
         )
     index = Index.open(store, encoder)
     assert index.version >= 2 and index.leaf_count == rows[2]
@@ -521,6 +522,49 @@ def test_each_commit_gets_a_side_that_answers_as_lancedb(job, encoder, tmp_path)
     )
     assert write_store(job / "vectors", store) == 3
     assert sorted(p.name for p in (store / "side").iterdir()) == ["2", "3"]
+    meta = side_folder(store, 3) / "side.json"  # a side of other tables (a killed update's): not read
+    meta.write_text(meta.read_text().replace('"leaves": ', '"leaves": 1000'))
+    assert Index.open(store, encoder)._now.side is None
+    assert write_store(job / "vectors", store) == 3 and Index.open(store, encoder)._now.side is not None
+
+
+def test_side_scores_as_bm25(tmp_path):
+    """The side's postings give the in-memory BM25's scores, passages without a word (all
+    stop words) included (splitting an empty string gives one empty word), and its search of
+    the best parents, which reads each term's highest shares first, finds the same ones as
+    scoring every parent."""
+    import lancedb
+    import pyarrow as pa
+
+    from chunkforge.index.bm25 import BM25
+    from chunkforge.index.store_side import Side, _write_parents
+
+    rng = random.Random(3)
+    words = ["cats", "purr", "dogs", "bark", "ferns", "grow", "slowly", "install", "pip"]
+    texts = ["", "the of and", *(" ".join(rng.choices(words, k=rng.randint(1, 12))) for _ in range(300))]
+    ids = [f"d{i}" for i in range(len(texts))]
+    parents = lancedb.connect(tmp_path / "db").create_table(
+        "parents",
+        pa.table({"doc_id": ids, "passage": [0] * len(texts), "terms": [" ".join(BM25.words(t)) for t in texts]}),
+    )
+    (tmp_path / "side").mkdir()
+    rows, counts = _write_parents(tmp_path / "side", parents, {d: i for i, d in enumerate(ids)})
+    assert rows == {(i, 0): i for i in range(len(texts))}
+    assert counts == {"parents": len(texts), "words": sum(len(BM25.words(t)) for t in texts)}
+    memory = BM25()
+    memory.add(texts)
+    side = Side.__new__(Side)  # its postings alone
+    side.vocab = {w: i for i, w in enumerate(json.loads((tmp_path / "side" / "vocab.json").read_text()))}
+    for name in ("post_ptr", "post_parent", "post_rank", "post_impact"):
+        setattr(side, name, np.load(tmp_path / "side" / f"{name}.npy"))
+    for query in ["cats", "dogs bark", "ferns grow slowly", "install pip cats dogs", "the", "unknown words"]:
+        full = memory.scores(query)
+        among = np.array([5, 17, 1], np.int32)
+        best, scores = side.lexical(query, 16, among)
+        matched = np.flatnonzero(full)
+        assert best == matched[np.argsort(-full[matched], kind="stable")[:16]].tolist(), query
+        assert set(scores) >= set(best) | {int(p) for p in among if full[p] > 0}
+        assert all(scores[p] == pytest.approx(full[p], abs=1e-9) for p in scores), query
 
 
 def test_side_graph_finds_each_leaf(job, encoder, tmp_path, monkeypatch):

@@ -15,7 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 EXACT_MAX = 20_000
-"""Up to this many rows, exact numpy search (fast and exact); beyond, hnswlib."""
+"""Up to this many rows, exact search (numpy here, usearch's scan in the store's side);
+beyond, a graph (hnswlib here, usearch's in the side)."""
 
 
 def normalized(v: np.ndarray) -> np.ndarray:

@@ -200,14 +200,14 @@ class Filter:
         """
         clauses = []
         if self.doc_ids is not None:
-            clauses.append("doc_id IN (" + ", ".join(_quote(d) for d in sorted(self.doc_ids)) + ")")
+            clauses.append("doc_id IN (" + ", ".join(sql_quote(d) for d in sorted(self.doc_ids)) + ")")
         for name, keys in (self.where or {}).items():
             if not keys:
                 clauses.append("false")
                 continue
-            tags = "array_has_any(tags, [" + ", ".join(_quote(_tag(name, k)) for k in sorted(keys)) + "])"
+            tags = "array_has_any(tags, [" + ", ".join(sql_quote(_tag(name, k)) for k in sorted(keys)) + "])"
             if "null" in keys:  # or the field is missing
-                tags = f"({tags} OR NOT array_has_any(tags, [{_quote(_present(name))}]))"
+                tags = f"({tags} OR NOT array_has_any(tags, [{sql_quote(_present(name))}]))"
             clauses.append(tags)
         return " AND ".join(clauses) or None
 
@@ -223,7 +223,12 @@ def _narrower(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> tuple[str
     return longer if longer[: len(shorter)] == shorter else _NO_SECTION
 
 
-def _quote(text: str) -> str:
+def sql_quote(text: str) -> str:
+    """``text`` as a string literal of LanceDB's SQL filters.
+
+    >>> print(sql_quote("it's"))
+    'it''s'
+    """
     return "'" + text.replace("'", "''") + "'"
 
 

@@ -23,7 +23,7 @@ from ..tokenizer import Tokenizer
 from . import expansion
 from .bm25 import BM25
 from .expansion import LeafLayout, abstains, check_floor, leaf_labels
-from .filters import TAGS_VERSION, Filter
+from .filters import TAGS_VERSION, Filter, sql_quote
 from .fusion import BM25_POOL, DENSE_POOL, fuse
 from .options import ExpandOptions, search_filter, spells_search_keywords, split_keywords
 from .payload import DocumentTree, Hit, Payload
@@ -83,12 +83,12 @@ async def _checked_out(uri: str, commit: dict[str, Any], session: Any) -> dict[s
 
 
 def _cosines(
-    rows: pa.Table, vector: np.ndarray, int8: bool = False, side: tuple[list[str], list[int], list[int]] | None = None
+    rows: pa.Table, vector: np.ndarray, int8: bool = False, keys: tuple[list[str], list[int], list[int]] | None = None
 ) -> dict[tuple[str, int], tuple[int, float]]:
     """``(doc_id, leaf) -> (passage, cosine)`` of leaf rows, the cosines computed
     here to 6 decimals (one rule whichever search found a leaf: BLAS's last bit depends on a row's
     place in its block, and leaves of equal text must tie exactly); ``int8``: from the rows in
-    int8, as the in-memory index rescores the leaves of its best BM25 parents; ``side``: the
+    int8, as the in-memory index rescores the leaves of its best BM25 parents; ``keys``: the
     rows' ``doc_id``, ``leaf`` and ``passage`` (from the store's side; else the rows' own)."""
     if not rows.num_rows:
         return {}
@@ -99,8 +99,15 @@ def _cosines(
     else:
         vectors = vectors.astype(np.float64)
         cos = np.round(vectors @ vector.astype(np.float64) / np.maximum(np.linalg.norm(vectors, axis=1), 1e-12), 6)
-    columns = side or [rows.column(name).to_pylist() for name in ("doc_id", "leaf", "passage")]
+    columns = keys or [rows.column(name).to_pylist() for name in ("doc_id", "leaf", "passage")]
     return {(d, int(leaf)): (int(p), float(c)) for d, leaf, p, c in zip(*columns, cos)}
+
+
+def _merge(dense: dict[tuple[str, int], tuple[int, float]], lexical: dict[tuple[str, int], tuple[int, float]]) -> None:
+    """Adds the leaves of the best BM25 parents to the nearest ones: a leaf both searches found
+    keeps its nearest-search cosine."""
+    for key, value in lexical.items():
+        dense.setdefault(key, value)
 
 
 class _Cached:
@@ -170,10 +177,10 @@ class _Checkout:
     def _rows(self, doc_ids: list[str]) -> pa.Table:
         """The docs table's rows of those of ``doc_ids`` it holds: by row number when the
         commit has a side, else by a filter on ``doc_id``."""
-        if self.side is None:
-            ids = ", ".join("'" + d.replace("'", "''") + "'" for d in doc_ids)
+        held = [d for d in doc_ids if self.side is not None and d in self.side.doc_rows]
+        if self.side is None or not held:
+            ids = ", ".join(sql_quote(d) for d in doc_ids)
             return _run(self.tables[DOCS].query().where(f"doc_id IN ({ids})").limit(len(doc_ids) + 1).to_arrow())
-        held = [d for d in doc_ids if d in self.side.doc_rows]
         rows = _run(self.tables[DOCS].take_offsets([self.side.doc_rows[d] for d in held]).to_arrow())
         if sorted(rows.column("doc_id").to_pylist()) != sorted(held):
             raise RuntimeError(f"its side {self.side.folder} does not match the table")
@@ -289,7 +296,7 @@ class StoreIndex:
             return False
         tables = _run(_checked_out(self.uri, commit, self._session))
         tokenizer = self._encoder.tokenizer if self._encoder is not None else Tokenizer.default()
-        side = Side.open(self.uri, int(commit["version"])) if self.side else None
+        side = Side.open(self.uri, commit) if self.side else None
         self._at = _Checkout(commit, tables, side, tokenizer, self.cache_bytes)
         return True
 
@@ -371,7 +378,7 @@ class StoreIndex:
             return DocumentTree(*at.expander.tree(entry.slot))
 
     def _doc_rows(self, doc_ids: Sequence[str], columns: list[str]) -> list[dict[str, Any]]:
-        ids = ", ".join("'" + d.replace("'", "''") + "'" for d in doc_ids)
+        ids = ", ".join(sql_quote(d) for d in doc_ids)
         query = self._now.tables[DOCS].query().where(f"doc_id IN ({ids})").select(columns).limit(len(doc_ids) + 1)
         rows: list[dict[str, Any]] = self._read(query.to_arrow(), DOCS).to_pylist()
         if len(rows) < len(doc_ids):
@@ -423,8 +430,7 @@ class StoreIndex:
         if side is not None:
             rows, pooled, bm25 = side.ranked(query, unit, max(k, DENSE_POOL), BM25_POOL)
             dense = self._read(self._taken(at.tables[LEAVES], side, rows, vector), LEAVES)
-            for key, value in pooled.items():
-                dense.setdefault(key, value)  # a leaf both searches found keeps its nearest-search cosine
+            _merge(dense, pooled)
         else:
             dense, bm25 = self._read(self._ranked(at.tables, query, vector, max(k, DENSE_POOL), predicate), PARENTS)
         if not dense:
@@ -459,8 +465,7 @@ class StoreIndex:
         if len(bm25) == _FTS_LIMIT:  # more parents match: score the nearest leaves' parents too
             missing = {(d, passage) for (d, _), (passage, _) in dense.items()} - bm25.keys()
             bm25.update(await self._bm25(tables[PARENTS], query, predicate, among=missing))
-        for key, cos in lexical_leaves.items():
-            dense.setdefault(key, cos)  # a leaf both searches found keeps its nearest-search cosine
+        _merge(dense, lexical_leaves)
         return dense, bm25
 
     async def _nearest(
@@ -478,12 +483,16 @@ class StoreIndex:
         self, leaves: Any, side: Side, rows: np.ndarray, vector: np.ndarray
     ) -> dict[tuple[str, int], tuple[int, float]]:
         """``(doc_id, leaf) -> (passage, cosine)`` of the leaves at ``rows`` (the side's nearest):
-        their vectors read from the leaves table by row number (the one column: a third of the
-        time of reading the four), the rest from the side."""
+        their vectors read from the leaves table by row number (with their leaf numbers, checked
+        against the side's: reading ``doc_id`` and ``passage`` too took three times as long),
+        the rest from the side."""
         if not len(rows):
             return {}
-        taken = await leaves.take_offsets(rows.tolist()).select(["vector"]).to_arrow()
-        return _cosines(taken, vector, side=side.leaves(rows))
+        taken = await leaves.take_offsets(rows.tolist()).select(["leaf", "vector"]).to_arrow()
+        keys = side.leaves(rows)
+        if taken.column("leaf").to_pylist() != keys[1]:
+            raise RuntimeError(f"its side {side.folder} does not match the leaves table")
+        return _cosines(taken, vector, keys=keys)
 
     async def _bm25(
         self, parents: Any, query: str, predicate: str | None, among: set[tuple[str, int]] | None = None

@@ -166,7 +166,7 @@ def write_store(
     with ``ann_partitions`` IVF partitions (default: one per :data:`ANN_PARTITION_ROWS` leaves).
     ``tokenizer``: the dataset's, whose words of each document the store keeps so that a reader
     need not tokenize it again (default: the default model's, for a dataset of that model).
-    ``side``: then build the commit's side indexes (:func:`~chunkforge.index.store_side.build_side`,
+    ``side``: build the commit's side indexes (:func:`~chunkforge.index.store_side.build_side`,
     a local store only), which its readers search in place of LanceDB's.
 
     >>> import tempfile
@@ -181,10 +181,7 @@ def write_store(
     if ann_index not in ANN_INDEXES:
         raise ArgumentError(f"must be one of {', '.join(ANN_INDEXES)}, not {ann_index!r}", param="ann_index")
     with _writing(os.fspath(uri)):
-        commit = _write_store(dataset, uri, ann_min_rows, ann_partitions, ann_index, tokenizer)
-        if side:  # also when nothing changed: a killed build's commit gets its side
-            build_side(uri, commit)
-        return int(commit["version"])
+        return _write_store(dataset, uri, ann_min_rows, ann_partitions, ann_index, tokenizer, side)
 
 
 def _write_store(
@@ -194,8 +191,9 @@ def _write_store(
     ann_partitions: int | None,
     ann_index: AnnIndex,
     tokenizer: Tokenizer | None,
-) -> dict[str, Any]:
-    """:func:`write_store` with the store held; returns the store's last commit."""
+    side: bool,
+) -> int:
+    """:func:`write_store` with the store held."""
     lancedb = _lancedb()
     root = Path(dataset)
     manifest = DatasetManifest.read(root)
@@ -235,7 +233,9 @@ def _write_store(
     gone = sorted(before - set(entries))
     new = [key for key in entries if key not in before]
     if not gone and not new and commit is not None:
-        return commit
+        if side:  # a commit written without its side gets it
+            build_side(uri, commit)
+        return int(commit["version"])
     for at in range(0, len(gone), _DELETE_KEYS):
         keys = ", ".join(f"'{k}'" for k in gone[at : at + _DELETE_KEYS])
         for table in tables.values():
@@ -260,8 +260,10 @@ def _write_store(
     commits = (
         db.open_table(COMMITS) if COMMITS in table_names(db) else db.create_table(COMMITS, schema=columns[COMMITS])
     )
+    if side:  # before the commit: a reader that sees it finds its side
+        build_side(uri, row)
     commits.add(pa.Table.from_pylist([row], schema=columns[COMMITS]))
-    return row
+    return version
 
 
 def _index(tables: dict[str, Any], ann_min_rows: int, ann_partitions: int | None, ann_index: AnnIndex) -> None:
