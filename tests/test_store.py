@@ -554,6 +554,7 @@ def test_side_scores_as_bm25(tmp_path):
     memory = BM25()
     memory.add(texts)
     side = Side.__new__(Side)  # its postings alone
+    side.parents = len(texts)
     side.vocab = {w: i for i, w in enumerate(json.loads((tmp_path / "side" / "vocab.json").read_text()))}
     for name in ("post_ptr", "post_parent", "post_rank", "post_impact"):
         setattr(side, name, np.load(tmp_path / "side" / f"{name}.npy"))

@@ -303,6 +303,7 @@ class Side:
         self.parent_doc, self.parent_passage = arrays["parent_doc"], arrays["parent_passage"]
         self.post_ptr, self.post_parent = arrays["post_ptr"], arrays["post_parent"]
         self.post_rank, self.post_impact = arrays["post_rank"], arrays["post_impact"]
+        self.parents = int(meta["parents"])
         self.doc_ids: list[str] = json.loads((folder / "docs.json").read_text(encoding="utf-8"))
         self.doc_rows = {d: i for i, d in enumerate(self.doc_ids)}
         self.vocab = {w: i for i, w in enumerate(json.loads((folder / "vocab.json").read_text(encoding="utf-8")))}
@@ -387,10 +388,10 @@ class Side:
             every = np.bincount(
                 np.concatenate([self.post_parent[lo:hi] for lo, hi in spans]),
                 np.concatenate([self.post_impact[lo:hi] for lo, hi in spans]),
-                minlength=len(self.parent_doc),
+                minlength=self.parents,
             )
-            rows, scores = np.arange(len(every)), every
-            best = _top(every, pool)
+            rows, scores = np.arange(len(every), dtype=rows.dtype), np.asarray(every, np.float64)
+            best = _top(scores, pool)
         kept = np.union1d(rows[best], among)
         kept_scores = scores[np.searchsorted(rows, kept)]
         return rows[best].tolist(), {int(r): float(v) for r, v in zip(kept, kept_scores) if v > 0}
