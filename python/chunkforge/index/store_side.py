@@ -16,7 +16,7 @@ A side is written to a temporary folder and renamed into place, so a reader find
 or none, and names its tables' versions, so that it is never read with other tables; a
 reader whose commit has no side (a store on object storage, one written with ``side=False``
 or before sides) uses LanceDB's searches, as does a filtered search. A side is rebuilt whole
-for each commit: at 10M leaves of 372k distinct vectors it took N s (2 cores).
+for each commit: at 10M leaves (372k distinct vectors) in 236 s on 2 cores, 5.3 GB.
 """
 
 from __future__ import annotations
