@@ -93,6 +93,7 @@ MODULES = [
     "chunkforge.index.store_tables",
     "chunkforge.index.store_write",
     "chunkforge.index.store_query",
+    "chunkforge.index.store_side",
     "chunkforge.serve.source",
     "chunkforge.eval",
     "chunkforge.eval.configs",
