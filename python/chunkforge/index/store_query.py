@@ -17,7 +17,7 @@ import numpy as np
 
 from .._checks import check_int
 from .._recommended import RECOMMENDED
-from .._search import int8_cosines, int8_rows, normalized
+from .._search import int8_rows, normalized
 from ..errors import ArgumentError, ChunkforgeError, InputError
 from ..tokenizer import Tokenizer
 from . import expansion
@@ -27,7 +27,7 @@ from .filters import TAGS_VERSION, Filter, sql_quote
 from .fusion import BM25_POOL, DENSE_POOL, fuse
 from .options import ExpandOptions, search_filter, spells_search_keywords, split_keywords
 from .payload import DocumentTree, Hit, Payload
-from .store_side import Side
+from .store_side import Side, int8_scores
 from .store_tables import DOCS, LEAVES, PARENTS, _connect, _lancedb, last_commit, parent_key
 from .trees import SavedDoc, TreeSettings, are_spans, checked_spans, overlapping, read_docs, scratch_expander
 
@@ -83,24 +83,32 @@ async def _checked_out(uri: str, commit: dict[str, Any], session: Any) -> dict[s
 
 
 def _cosines(
-    rows: pa.Table, vector: np.ndarray, int8: bool = False, keys: tuple[list[str], list[int], list[int]] | None = None
+    vectors: np.ndarray, vector: np.ndarray, keys: tuple[list[str], list[int], list[int]], int8: bool = False
 ) -> dict[tuple[str, int], tuple[int, float]]:
-    """``(doc_id, leaf) -> (passage, cosine)`` of leaf rows, the cosines computed
-    here to 6 decimals (one rule whichever search found a leaf: BLAS's last bit depends on a row's
-    place in its block, and leaves of equal text must tie exactly); ``int8``: from the rows in
-    int8, as the in-memory index rescores the leaves of its best BM25 parents; ``keys``: the
-    rows' ``doc_id``, ``leaf`` and ``passage`` (from the store's side; else the rows' own)."""
-    if not rows.num_rows:
-        return {}
-    column = rows.column("vector").combine_chunks()
-    vectors = column.values.to_numpy().reshape(len(column), column.type.list_size)
+    """``(doc_id, leaf) -> (passage, cosine)`` of leaves (``vectors``, ``keys``: their
+    ``doc_id``, ``leaf`` and ``passage``), the cosines computed here to 6 decimals (one rule
+    whichever search found a leaf: BLAS's last bit depends on a row's place in its block, and
+    leaves of equal text must tie exactly); ``int8``: from the vectors in int8
+    (:func:`int8_scores`)."""
     if int8:
-        cos = np.round(int8_cosines(*int8_rows(vectors), vector).astype(np.float64), 6)
+        cos = int8_scores(*int8_rows(vectors), vector)
     else:
-        vectors = vectors.astype(np.float64)
-        cos = np.round(vectors @ vector.astype(np.float64) / np.maximum(np.linalg.norm(vectors, axis=1), 1e-12), 6)
-    columns = keys or [rows.column(name).to_pylist() for name in ("doc_id", "leaf", "passage")]
-    return {(d, int(leaf)): (int(p), float(c)) for d, leaf, p, c in zip(*columns, cos)}
+        wide = vectors.astype(np.float64)
+        cos = np.round(wide @ vector.astype(np.float64) / np.maximum(np.linalg.norm(wide, axis=1), 1e-12), 6)
+    return {(d, int(leaf)): (int(p), float(c)) for d, leaf, p, c in zip(*keys, cos)}
+
+
+def _vectors(rows: pa.Table) -> np.ndarray:
+    """The ``vector`` column of leaf rows as one float32 array."""
+    column = rows.column("vector").combine_chunks()
+    vectors: np.ndarray = column.flatten().to_numpy().reshape(len(column), column.type.list_size)
+    return vectors
+
+
+def _keys(rows: pa.Table) -> tuple[list[str], list[int], list[int]]:
+    """The ``doc_id``, ``leaf`` and ``passage`` columns of leaf rows."""
+    doc_ids, leaves, passages = (rows.column(name).to_pylist() for name in ("doc_id", "leaf", "passage"))
+    return doc_ids, leaves, passages
 
 
 def _merge(dense: dict[tuple[str, int], tuple[int, float]], lexical: dict[tuple[str, int], tuple[int, float]]) -> None:
@@ -477,7 +485,7 @@ class StoreIndex:
         if predicate:
             search = search.where(predicate)  # before the search (LanceDB's default)
         rows = await search.select(["doc_id", "leaf", "passage", "vector", "_distance"]).to_arrow()
-        return _cosines(rows, vector)
+        return _cosines(_vectors(rows), vector, _keys(rows))
 
     async def _taken(
         self, leaves: Any, side: Side, rows: np.ndarray, vector: np.ndarray
@@ -489,12 +497,10 @@ class StoreIndex:
         if not len(rows):
             return {}
         taken = await leaves.take_offsets(rows.tolist()).select(["vector"]).to_arrow()
-        column = taken.column("vector").combine_chunks()
-        codes, _ = int8_rows(column.flatten().to_numpy().reshape(len(column), column.type.list_size))
-        if len(codes) != len(rows) or not np.array_equal(codes, side.codes[rows]):
+        vectors = _vectors(taken)
+        if len(vectors) != len(rows) or not np.array_equal(int8_rows(vectors)[0], side.codes[rows]):
             raise RuntimeError(f"its side {side.folder} does not match the leaves table")
-        keys = side.leaves(rows)
-        return _cosines(taken, vector, keys=keys)
+        return _cosines(vectors, vector, side.leaves(rows))
 
     async def _bm25(
         self, parents: Any, query: str, predicate: str | None, among: set[tuple[str, int]] | None = None
@@ -526,7 +532,8 @@ class StoreIndex:
         keys = ", ".join(str(parent_key(d, p)) for d, p in parents)
         where = f"parent IN ({keys})" + (f" AND {predicate}" if predicate else "")
         query = leaves.query().where(where).select(["doc_id", "leaf", "passage", "vector"]).limit(1 << 20)
-        return _cosines(await query.to_arrow(), vector, int8=True)
+        rows = await query.to_arrow()
+        return _cosines(_vectors(rows), vector, _keys(rows), int8=True)
 
     def _hits(self, at: _Checkout, scored: list[tuple[tuple[str, int], float]]) -> list[Hit]:
         """Hits of ``((doc_id, leaf), score)``, their documents read into the cache."""

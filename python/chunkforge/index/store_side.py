@@ -277,14 +277,27 @@ def _copies(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return first[order], np.argsort(rank[group], kind="stable"), ptr
 
 
-def _top(scores: np.ndarray, n: int) -> np.ndarray:
+def int8_scores(codes: np.ndarray, scales: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """The store's cosines of int8 rows (:func:`int8_rows`) with ``unit``, to 6 decimals, as the
+    in-memory index rescores the leaves of its best BM25 parents.
+
+    >>> int8_scores(*int8_rows(np.array([[3.0, 4.0]])), np.array([0.6, 0.8], np.float32)).tolist()
+    [1.0]
+    """
+    return np.round(int8_cosines(codes, scales, unit).astype(np.float64), 6)
+
+
+def _top(scores: np.ndarray, n: int, floor: float = 0.0) -> np.ndarray:
     """The indices of the ``n`` highest positive ``scores``, highest first, ties by index (as
-    a stable sort of all of them, without sorting all of them).
+    a stable sort of all of them, without sorting all of them). ``floor``, when known, is at
+    most the ``n``-th highest score: only the scores from it up are sorted.
 
     >>> _top(np.array([0.5, 2.0, 0.0, 2.0, 1.0]), 3).tolist()
     [1, 3, 4]
+    >>> _top(np.array([0.5, 2.0, 0.0, 2.0, 1.0]), 3, floor=1.0).tolist()
+    [1, 3, 4]
     """
-    candidates = np.flatnonzero(scores > 0)
+    candidates = np.flatnonzero(scores >= floor) if floor > 0 else np.flatnonzero(scores > 0)
     if len(candidates) > n:
         kth = np.partition(scores[candidates], len(candidates) - n)[len(candidates) - n]
         candidates = candidates[scores[candidates] >= kth]
@@ -388,14 +401,15 @@ class Side:
             for lo, hi in spans
             if lo + HEAD_POSTINGS < hi
         )
-        if unread and not (len(best) == pool and scores[best[-1]] >= unread):
+        floor = float(scores[best[-1]]) if len(best) == pool else 0.0  # the parents read are scored exactly
+        if unread and floor < unread:
             every = np.bincount(
                 np.concatenate([self.post_parent[lo:hi] for lo, hi in spans]),
                 np.concatenate([self.post_impact[lo:hi] for lo, hi in spans]),
                 minlength=self.parents,
             )
             rows, scores = np.arange(len(every), dtype=rows.dtype), np.asarray(every, np.float64)
-            best = _top(scores, pool)
+            best = _top(scores, pool, floor)
         kept = np.union1d(rows[best], among)
         kept_scores = scores[np.searchsorted(rows, kept)]
         return rows[best].tolist(), {int(r): float(v) for r, v in zip(kept, kept_scores) if v > 0}
@@ -414,7 +428,7 @@ class Side:
         best, scores = self.lexical(query, pool, np.unique(self.leaf_parent[near]))
         pooled = [self.by_parent[self.parent_ptr[p] : self.parent_ptr[p + 1]] for p in best]
         rows = np.sort(np.concatenate(pooled)) if pooled else np.zeros(0, np.int64)
-        cos = np.round(int8_cosines(self.codes[rows], self.scales[rows], unit).astype(np.float64), 6)
+        cos = int8_scores(self.codes[rows], self.scales[rows], unit)
         lexical = {(d, leaf): (p, c) for d, leaf, p, c in zip(*self.leaves(rows), cos.tolist())}
         parents = [p for p in np.unique(self.leaf_parent[np.concatenate([near, rows])]).tolist() if p in scores]
         bm25 = zip(self.parent_doc[parents].tolist(), self.parent_passage[parents].tolist(), parents)
