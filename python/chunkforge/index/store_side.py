@@ -279,10 +279,10 @@ def _copies(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def int8_scores(codes: np.ndarray, scales: np.ndarray, unit: np.ndarray) -> np.ndarray:
     """The store's cosines of int8 rows (:func:`int8_rows`) with ``unit``, to 6 decimals, as the
-    in-memory index rescores the leaves of its best BM25 parents.
+    in-memory index rescores the leaves of its best BM25 parents (int8 is close, not exact).
 
     >>> int8_scores(*int8_rows(np.array([[3.0, 4.0]])), np.array([0.6, 0.8], np.float32)).tolist()
-    [1.0]
+    [0.999055]
     """
     return np.round(int8_cosines(codes, scales, unit).astype(np.float64), 6)
 
