@@ -247,7 +247,7 @@ def main() -> None:
             root = work / dataset_name(leaves, args.real_vectors)
             store = work / store_name(leaves, args.ann_index, args.real_vectors)
             written_file = store.with_name(store.name + ".json")
-            if not written_file.exists():
+            if not written_file.exists() or not store.exists():  # a store removed since: written again
                 if not (root / "manifest.json").exists():  # written last: a dataset without one is partial
                     shutil.rmtree(root, ignore_errors=True)
                     dataset(root, leaves, real_vectors(work) if args.real_vectors else None)
