@@ -38,7 +38,7 @@ from chunkforge import bulk  # noqa: E402
 from chunkforge.eval import Span  # noqa: E402
 from chunkforge.index import Index  # noqa: E402
 from chunkforge.index.store import write_store  # noqa: E402
-from retrieval_lab import Lab, beats, test_slices  # noqa: E402
+from retrieval_lab import Lab, Verdict, beats, test_slices  # noqa: E402
 
 BUDGETS = (500, 1000)
 CHANGED = 0.01  # the share of documents changed for the incremental update
@@ -59,6 +59,11 @@ def timed(run: Callable[[], Any]) -> tuple[Any, float]:
     """``run()``'s result and its wall time in seconds."""
     start = time.perf_counter()
     return run(), time.perf_counter() - start
+
+
+def where(verdict: Verdict) -> str:
+    """Where a verdict is ahead and behind (an equivalence check: no "does not beat")."""
+    return f"ahead: {', '.join(verdict.ahead) or 'nowhere'}; behind: {', '.join(verdict.behind) or 'nowhere'}"
 
 
 def write(docs: list[dict[str, str]], path: Path) -> Path:
@@ -145,14 +150,7 @@ def main() -> None:
     ]
     for name in list(indexes)[1:]:
         verdicts = [beats(recalls[name], recalls["Index.build"], halves[h]) for h in ("test", "dev")]
-        lines.append(
-            f"| {name} | "
-            + " | ".join(
-                f"ahead: {', '.join(v.ahead) or 'nowhere'}; behind: {', '.join(v.behind) or 'nowhere'}"
-                for v in verdicts
-            )
-            + " |"
-        )
+        lines.append(f"| {name} | " + " | ".join(where(v) for v in verdicts) + " |")
     lines += [
         "",
         "| step (one process, in turn) | seconds |",
@@ -168,7 +166,7 @@ def main() -> None:
         "",
         f"After the update, the store's payloads equal those of a clean store written from the same job "
         f"output for {100 * same_after:.1f}% of the questions (1,000 tokens); against the clean store by slices, "
-        f"test half: {updated_verdicts['test']}; dev half: {updated_verdicts['dev']}.",
+        f"test half: {where(updated_verdicts['test'])}; dev half: {where(updated_verdicts['dev'])}.",
     ]
     text = "\n".join(lines) + "\n"
     print(text)
