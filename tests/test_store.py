@@ -542,6 +542,7 @@ def test_side_scores_as_bm25(tmp_path):
     rng = random.Random(3)
     words = ["cats", "purr", "dogs", "bark", "ferns", "grow", "slowly", "install", "pip"]
     texts = ["", "the of and", *(" ".join(rng.choices(words, k=rng.randint(1, 12))) for _ in range(300))]
+    texts += texts[2:80]  # copies: parents that tie exactly, at the pool's edge too
     ids = [f"d{i}" for i in range(len(texts))]
     parents = lancedb.connect(tmp_path / "db").create_table(
         "parents",
