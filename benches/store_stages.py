@@ -1,7 +1,7 @@
 """Where a query's time goes, the LanceDB store beside the in-memory ``Index`` of the same
 tree dataset, in one run: the question's embedding, LanceDB's searches (nearest leaves,
-full text, the best parents' leaves), reading the hit documents (LanceDB's docs query, then
-their insertion into the native expander), and the rest (fusion, expansion, packing).
+full text, the best parents' leaves), reading the hit documents (from the side's copy, or
+LanceDB's docs query without a side), their insertion into the native expander, and the rest (fusion, expansion, packing).
 
 The dataset and store are those ``store_growth.py --workdir DIR`` writes (``DIR/d<N>`` and
 ``DIR/s<N>``). Each index answers ``store_growth.QUESTIONS`` (warm: asked before, their
@@ -51,21 +51,24 @@ class Stages:
 
 
 def instrument(encoder: Encoder) -> Stages:
-    """Wraps the encoder's question embedding, the store's LanceDB calls and reads and its
-    side's searches (with a side, "LanceDB: searches" reads the nearest leaves' rows)."""
+    """Wraps the encoder's question embedding, the store's LanceDB searches, its reads of the hit
+    documents (LanceDB's docs query, or the side's copy) and their insertion, and its side's
+    searches (with a side, "LanceDB: searches" reads the nearest leaves' rows)."""
     stages = Stages()
     encoder.embed_query = stages.timed("embed the question", encoder.embed_query)  # type: ignore[method-assign]
-    store._run = stages.timed(lambda: "LanceDB: docs query" if stages.reading else "LanceDB: searches", store._run)
-    load = store._Checkout.load
+    run = store._run
+    timed_run = stages.timed("LanceDB: searches", run)
+    store._run = lambda query: run(query) if stages.reading else timed_run(query)
+    rows = store._Checkout._rows
 
-    def reading_load(self: store._Checkout, doc_ids: Any, uri: str) -> Any:
+    def reading_rows(self: store._Checkout, doc_ids: list[str]) -> Any:
         stages.reading = True
         try:
-            return load(self, doc_ids, uri)
+            return rows(self, doc_ids)
         finally:
             stages.reading = False
 
-    store._Checkout.load = reading_load  # type: ignore[method-assign]
+    store._Checkout._rows = stages.timed("read the hit documents", reading_rows)  # type: ignore[method-assign]
     store._Checkout._insert = stages.timed("insert into the expander", store._Checkout._insert)  # type: ignore[method-assign]
     store.Side.ranked = stages.timed("side: graph, BM25, best parents' leaves", store.Side.ranked)  # type: ignore[method-assign]
     return stages

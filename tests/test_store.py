@@ -493,8 +493,9 @@ def test_each_commit_gets_a_side_that_answers_as_lancedb(job, encoder, tmp_path)
     """``write_store`` builds each commit's side indexes after it (and for a commit that has
     none, when called again); a reader searches them in place of LanceDB's indexes, with the
     same scores, and falls back to LanceDB's where its commit has no side. A killed build's
-    work folder is never read and is removed by the next build; two sides are kept."""
-    from chunkforge.index.store_side import side_folder
+    work folder is never read and is removed by the next build; two sides are kept; a side of
+    an older layout is not read, and is rebuilt."""
+    from chunkforge.index.store_side import FORMAT, side_folder
 
     store = tmp_path / "store"
     assert write_store(job / "vectors", store, side=False) == 1 and not (store / "side").exists()
@@ -525,6 +526,10 @@ def test_each_commit_gets_a_side_that_answers_as_lancedb(job, encoder, tmp_path)
     meta = side_folder(store, 3) / "side.json"  # a side of other tables (a killed update's): not read
     meta.write_text(meta.read_text().replace('"leaves": ', '"leaves": 1000'))
     assert Index.open(store, encoder)._now.side is None
+    assert write_store(job / "vectors", store) == 3 and Index.open(store, encoder)._now.side is not None
+    meta.write_text(meta.read_text().replace(f'"format": {FORMAT}', '"format": 1'))  # an older layout
+    with pytest.warns(UserWarning, match="side format 1"):
+        assert Index.open(store, encoder)._now.side is None
     assert write_store(job / "vectors", store) == 3 and Index.open(store, encoder)._now.side is not None
 
 

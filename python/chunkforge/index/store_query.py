@@ -183,16 +183,17 @@ class _Checkout:
         return found
 
     def _rows(self, doc_ids: list[str]) -> pa.Table:
-        """The docs table's rows of those of ``doc_ids`` it holds: by row number when the
+        """The docs table's rows of those of ``doc_ids`` it holds, in the table's order (the
+        expander's slots, which order passages of equal scores): from the side's copy when the
         commit has a side, else by a filter on ``doc_id``."""
-        held = [d for d in doc_ids if self.side is not None and d in self.side.doc_rows]
-        if self.side is None or not held:
+        if self.side is None:
             ids = ", ".join(sql_quote(d) for d in doc_ids)
             return _run(self.tables[DOCS].query().where(f"doc_id IN ({ids})").limit(len(doc_ids) + 1).to_arrow())
-        rows = _run(self.tables[DOCS].take_offsets([self.side.doc_rows[d] for d in held]).to_arrow())
-        if sorted(rows.column("doc_id").to_pylist()) != sorted(held):
+        held = sorted((d for d in doc_ids if d in self.side.doc_rows), key=self.side.doc_rows.__getitem__)
+        rows = self.side.documents(held)
+        if rows.column("doc_id").to_pylist() != held:
             raise RuntimeError(f"its side {self.side.folder} does not match the table")
-        return cast("pa.Table", rows)
+        return rows
 
     def _insert(self, docs: list[SavedDoc], words: list[bytes | None] | None = None) -> None:
         """Puts ``docs`` into the expander (in one call) and the cache: a document whose
