@@ -5,30 +5,68 @@
 /// or prefix sum (-1 on the Python side).
 pub const NONE: u32 = u32::MAX;
 
-/// The byte offset of each code point of a text, so that a Python `str` index becomes
-/// a byte offset in one read (no table for an ASCII text: there they are the same).
+/// Where the code points of a text start in its bytes, so that a Python `str` index
+/// becomes a byte offset: the byte offset of every [`CharOffsets::STEP`]-th code point,
+/// and from there a walk of at most `STEP - 1` code points (no table for an ASCII text:
+/// there they are the same). A table of every code point took 4 bytes a character, most
+/// of the memory of a document an expander holds, and most of the time to add one.
 #[derive(Clone, Debug)]
 pub struct CharOffsets {
-    /// Byte offset of each char, plus the text's length (None when ASCII).
-    bytes: Option<Vec<u32>>,
+    /// Byte offset of code points `0, STEP, 2 * STEP, ...` (None when ASCII).
+    samples: Option<Vec<u32>>,
     chars: usize,
 }
 
 impl CharOffsets {
+    /// Code points between two samples.
+    pub const STEP: usize = 32;
+
     pub fn new(text: &str) -> Self {
-        let bytes = (!text.is_ascii()).then(|| text.char_indices().map(|(i, _)| i as u32).chain([text.len() as u32]).collect::<Vec<_>>());
-        let chars = bytes.as_ref().map_or(text.len(), |v| v.len() - 1);
-        CharOffsets { bytes, chars }
+        if text.is_ascii() {
+            return CharOffsets { samples: None, chars: text.len() };
+        }
+        let mut samples = Vec::with_capacity(text.len() / Self::STEP + 1);
+        let mut chars = 0usize;
+        for (i, &b) in text.as_bytes().iter().enumerate() {
+            if b & 0xC0 != 0x80 {
+                // not a continuation byte: a code point starts here
+                if chars.is_multiple_of(Self::STEP) {
+                    samples.push(i as u32);
+                }
+                chars += 1;
+            }
+        }
+        CharOffsets { samples: Some(samples), chars }
     }
 
-    /// The byte offset of code point `i` (at most [`Self::chars`]).
-    pub fn byte(&self, i: usize) -> usize {
-        self.bytes.as_ref().map_or(i, |b| b[i] as usize)
+    /// The byte offset in `text` (the text these offsets were made from) of code point
+    /// `i` (at most [`Self::chars`]).
+    pub fn byte(&self, text: &str, i: usize) -> usize {
+        let Some(samples) = &self.samples else { return i };
+        if i >= self.chars {
+            return text.len();
+        }
+        let bytes = text.as_bytes();
+        let mut at = samples[i / Self::STEP] as usize;
+        for _ in 0..i % Self::STEP {
+            at += utf8_width(bytes[at]);
+        }
+        at
     }
 
     /// The number of code points of the text (its Python `len`).
     pub fn chars(&self) -> usize {
         self.chars
+    }
+}
+
+/// The length in bytes of the UTF-8 sequence that starts with byte `first`.
+fn utf8_width(first: u8) -> usize {
+    match first {
+        0x00..0x80 => 1,
+        0x80..0xE0 => 2,
+        0xE0..0xF0 => 3,
+        _ => 4,
     }
 }
 
@@ -115,11 +153,12 @@ mod tests {
 
     #[test]
     fn char_offsets_map_code_points_to_bytes() {
-        for text in ["plain", "é 😀 x", ""] {
+        let long = "aé😀€ ".repeat(40);
+        for text in ["plain", "é 😀 x", "", &long] {
             let offsets = CharOffsets::new(text);
             let expected: Vec<usize> = text.char_indices().map(|(i, _)| i).chain([text.len()]).collect();
             assert_eq!(offsets.chars(), text.chars().count());
-            assert_eq!((0..=offsets.chars()).map(|i| offsets.byte(i)).collect::<Vec<_>>(), expected);
+            assert_eq!((0..=offsets.chars()).map(|i| offsets.byte(text, i)).collect::<Vec<_>>(), expected);
         }
     }
 }

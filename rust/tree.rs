@@ -84,7 +84,7 @@ pub fn build(tk: &Tokenizer, text: &str, syntax: Option<Syntax>, cfg: &TreeConfi
         let sentences: Vec<(u32, u32, u32)> = sents.iter().zip(sent_offs.chunks(2)).map(|(x, o)| (o[0] as u32, o[1] as u32, x[2] as u32)).collect();
         tokens.tokens = None; // the leaves' ids are taken: expansion needs the words only
         let input = DocInput {
-            text,
+            text: text.into(),
             sentences,
             nodes,
             leaves,

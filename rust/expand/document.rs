@@ -3,6 +3,9 @@
 //! added (node token counts, the sentences each leaf overlaps, section runs, and
 //! each node's and sentence's [`Edge`]s).
 
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
 use crate::error::{input, Result};
 use crate::sizer::{Edge, Sizer};
 use crate::spans::{CharOffsets, NONE};
@@ -61,13 +64,16 @@ pub struct Doc {
     headings: Vec<Vec<String>>,
     /// The section of each sentence.
     sentence_sections: Vec<u32>,
-    /// The longest run of whitespace in the text (code points): a longer gap is not blank.
-    longest_blank: u32,
+    /// The longest run of whitespace in the text (code points): a longer gap is not
+    /// blank. Counted when [`Doc::blank`] first needs it: most documents a store's
+    /// reader adds are read for a hit's text and never expanded.
+    longest_blank: OnceLock<u32>,
 }
 
 /// What a document is made of, as given by the indexer (code point offsets).
 pub struct DocInput<'a> {
-    pub text: &'a str,
+    /// Borrowed text is copied; owned text is kept.
+    pub text: Cow<'a, str>,
     /// `(start, end, section)` per sentence, sorted, non-overlapping.
     pub sentences: Vec<(u32, u32, u32)>,
     /// `(start, end, parent, section)` per node; a parent comes before its children.
@@ -82,7 +88,7 @@ impl Doc {
     /// Precomputes what expansion needs from the text's tokenization (`tokens`,
     /// byte offsets; the text is tokenized here when None).
     pub fn new(tk: &Tokenizer, input: DocInput<'_>, tokens: Option<DocTokens>) -> Result<Doc> {
-        let text = input.text.to_string();
+        let text = input.text.into_owned();
         let offsets = CharOffsets::new(&text);
         let chars = offsets.chars() as u32;
         let mut prev_end = 0;
@@ -152,7 +158,6 @@ impl Doc {
         if let Some(n) = input.nodes.iter().find(|n| n.3 as usize >= input.headings.len()) {
             return Err(input!("section {} has no heading path ({} given)", n.3, input.headings.len()));
         }
-        let longest_blank = longest_blank(&text);
         let mut doc = Doc {
             text,
             tokens,
@@ -163,7 +168,7 @@ impl Doc {
             leaf_sentences,
             headings: input.headings,
             sentence_sections: input.sentences.iter().map(|x| x.2).collect(),
-            longest_blank,
+            longest_blank: OnceLock::new(),
         };
         let (sentence_edges, node_edges, counts) = tk.with_cache(|cache| {
             let mut sz = doc.sizer(tk, cache);
@@ -217,14 +222,14 @@ impl Doc {
     }
 
     pub(super) fn byte(&self, i: u32) -> usize {
-        self.offsets.byte(i as usize)
+        self.offsets.byte(&self.text, i as usize)
     }
 
     /// True when `text[s..e]` (code points) is whitespace only (a gap longer than
     /// the text's longest whitespace run is not: the text is not read, whose
     /// bytes are likely not in the caches).
     pub(super) fn blank(&self, s: u32, e: u32) -> bool {
-        s >= e || (e - s <= self.longest_blank && self.text[self.byte(s)..self.byte(e)].chars().all(char::is_whitespace))
+        s >= e || (e - s <= *self.longest_blank.get_or_init(|| longest_blank(&self.text)) && self.text[self.byte(s)..self.byte(e)].chars().all(char::is_whitespace))
     }
 
     /// Where the whitespace before `s` begins and the whitespace after `e` ends
@@ -268,10 +273,19 @@ impl Doc {
 
 /// The longest run of whitespace in `text`, in code points.
 fn longest_blank(text: &str) -> u32 {
-    let (mut run, mut longest) = (0u32, 0u32);
-    for c in text.chars() {
-        run = if c.is_whitespace() { run + 1 } else { 0 };
+    let bytes = text.as_bytes();
+    let (mut run, mut longest, mut i) = (0u32, 0u32, 0usize);
+    while i < bytes.len() {
+        let b = bytes[i];
+        let (blank, width) = if b < 0x80 {
+            // an ASCII byte read as it is (most of a text), without a branch on what it is
+            (u32::from(b == b' ') | u32::from(b.wrapping_sub(b'\t') <= b'\r' - b'\t'), 1)
+        } else {
+            text[i..].chars().next().map_or((0, 1), |c| (u32::from(c.is_whitespace()), c.len_utf8()))
+        };
+        run = (run + 1) * blank;
         longest = longest.max(run);
+        i += width;
     }
     longest
 }
@@ -295,9 +309,10 @@ mod tests {
     fn margins_say_what_blank_says() {
         let tk = tokenizer();
         let text = "  One.\n\n\tTwo.  Three.é  ";
-        let doc = Doc::new(&tk, DocInput { text, sentences: vec![], nodes: vec![], leaves: vec![], headings: vec![] }, None).unwrap();
+        let doc = Doc::new(&tk, DocInput { text: text.into(), sentences: vec![], nodes: vec![], leaves: vec![], headings: vec![] }, None).unwrap();
         let chars = text.chars().count() as u32;
-        assert_eq!(doc.longest_blank, 3);
+        assert!(doc.blank(6, 9) && !doc.blank(6, 10));
+        assert_eq!(doc.longest_blank.get(), Some(&3));
         for s in 0..=chars {
             for e in s..=chars {
                 let (a, b) = doc.margins(s, e);

@@ -475,7 +475,7 @@ mod tests {
             (sp(2).0, sp(2).1, 2, 0),
             (sp(3).0, sp(3).1, 2, 0),
         ];
-        Doc::new(tk, DocInput { text, sentences, nodes, leaves: vec![3, 4, 5, 6], headings: vec![vec![], vec![]] }, None).unwrap()
+        Doc::new(tk, DocInput { text: text.into(), sentences, nodes, leaves: vec![3, 4, 5, 6], headings: vec![vec![], vec![]] }, None).unwrap()
     }
 
     #[test]
@@ -525,7 +525,7 @@ mod tests {
             s += part.len();
         }
         let spans: Vec<(u32, u32)> = sentences.iter().map(|x| (x.0, x.1)).collect();
-        let doc = Doc::new(tk, DocInput { text, sentences, nodes, leaves: vec![1, 2, 3, 4, 5], headings: vec![vec![], vec![]] }, None).unwrap();
+        let doc = Doc::new(tk, DocInput { text: text.into(), sentences, nodes, leaves: vec![1, 2, 3, 4, 5], headings: vec![vec![], vec![]] }, None).unwrap();
         let mut st = Store::default();
         st.add(doc, &[0, 1, 2, 3, 4]).unwrap();
         (st, spans)

@@ -345,7 +345,7 @@ impl Expander {
                 .map(|(text, sents, tree, leaves, headings, saved)| {
                     let tokens = saved.map(|w| DocTokens::from_saved(&text, &w)).transpose()?;
                     let input = DocInput {
-                        text: &text,
+                        text: text.into(),
                         sentences: sents.into_iter().map(|r| (r[0], r[1], r[2])).collect(),
                         nodes: tree.into_iter().map(|r| (r[0], r[1], r[2], r[3])).collect(),
                         leaves,

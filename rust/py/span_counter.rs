@@ -29,7 +29,7 @@ impl SpanCounter {
         }
         Ok(self.tk.with_cache(|cache| {
             let mut sz = Sizer::new(&self.tk, &self.text, &self.doc, cache);
-            spans.iter().map(|&(s, e)| sz.exact(self.offsets.byte(s), self.offsets.byte(e))).collect()
+            spans.iter().map(|&(s, e)| sz.exact(self.offsets.byte(&self.text, s), self.offsets.byte(&self.text, e))).collect()
         }))
     }
 }

@@ -337,7 +337,9 @@ class Side:
         if meta.get("format") != FORMAT:
             raise ValueError(f"{folder}: side format {meta.get('format')}, not {FORMAT}")
         self.folder, self.version, self.exact = folder, int(meta["version"]), bool(meta["exact"])
-        arrays = {p.stem: np.load(p, mmap_mode="r") for p in folder.glob("*.npy")}
+        # mapped, then plain arrays over the maps: slicing a np.memmap costs microseconds, and a
+        # query slices hundreds of times
+        arrays = {p.stem: np.load(p, mmap_mode="r").view(np.ndarray) for p in folder.glob("*.npy")}
         self.codes, self.scales = arrays["codes"], arrays["scales"]
         self.leaf_doc, self.leaf_no, self.leaf_parent = arrays["leaf_doc"], arrays["leaf_no"], arrays["leaf_parent"]
         self.by_parent, self.parent_ptr = arrays["by_parent"], arrays["parent_ptr"]
@@ -445,8 +447,10 @@ class Side:
                 np.concatenate([self.post_impact[lo:hi] for lo, hi in spans]),
                 minlength=self.parents,
             )
-            rows, scores = np.arange(len(every), dtype=rows.dtype), np.asarray(every, np.float64)
+            scores = np.asarray(every, np.float64)  # indexed by parent row
             best = _top(scores, pool, floor)
+            kept = np.union1d(best, among)
+            return best.tolist(), {int(r): float(v) for r, v in zip(kept, scores[kept]) if v > 0}
         kept = np.union1d(rows[best], among)
         kept_scores = scores[np.searchsorted(rows, kept)]
         return rows[best].tolist(), {int(r): float(v) for r, v in zip(kept, kept_scores) if v > 0}
