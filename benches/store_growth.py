@@ -220,7 +220,7 @@ def size_mb(path: Path) -> float:
 
 def main() -> None:
     from chunkforge.index.store import ANN_INDEXES, write_store
-    from chunkforge.index.store_side import build_side
+    from chunkforge.index.store_side import FORMAT, build_side
     from chunkforge.index.store_tables import _connect, last_commit
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -257,10 +257,10 @@ def main() -> None:
                 write_store(root, store, ann_index=args.ann_index, side=False)
                 written_file.write_text(json.dumps({"leaves": n, "write_s": time.perf_counter() - t}))
             written = json.loads(written_file.read_text())
-            if "side_s" not in written:  # a store written before sides, or by the lines above
+            if written.get("side_format") != FORMAT:  # a store written before sides, or this side's layout
                 t = time.perf_counter()
                 side = build_side(store, last_commit(_connect(str(store))))
-                written.update(side_s=time.perf_counter() - t, side_mb=size_mb(side))
+                written.update(side_s=time.perf_counter() - t, side_mb=size_mb(side), side_format=FORMAT)
                 written_file.write_text(json.dumps(written))
             row = {**written, "disk_mb": size_mb(store) - written["side_mb"], **measure(store, "store")}
             if args.lancedb:

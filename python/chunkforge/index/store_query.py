@@ -42,9 +42,11 @@ CACHE_BYTES = 256 << 20
 """Resident bytes of the documents a query process keeps read (least recently used out):
 their text, tokens and trees in the expander, counted as :data:`RESIDENT_PER_TEXT_BYTE` times
 the text."""
-RESIDENT_PER_TEXT_BYTE = 11
-"""Resident bytes a document read into the expander takes per byte of its UTF-8 text
-(measured: 3,000 documents of the shipped corpus, 30.7 MB of text, took 323 MB)."""
+RESIDENT_PER_TEXT_BYTE = 13
+"""Resident bytes a document read into the expander takes per byte of its UTF-8 text, rounded
+up (measured: 3,000 documents of the 1M-leaf stand-in store of ``benches/store_growth.py``,
+28.6 MB of text, took 353 MB, 12.4 a byte; 14.2 before the expander sampled its code point
+offsets)."""
 INDEX_CACHE_BYTES = 512 << 20
 """Bytes of LanceDB's index cache in a query process (IVF partitions and full-text posting
 lists read; its own default is 6 GB), kept across reloads. Measured at 10M leaves, 600 distinct
