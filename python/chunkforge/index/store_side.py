@@ -10,9 +10,9 @@ answer a search without LanceDB's three searches:
   :class:`~chunkforge.index.bm25.BM25`'s terms and formula, so the scores of the store's
   full-text index), read from the highest shares down until the best parents are known;
 - the leaves of the best parents: the leaves' rows by parent, rescored from int8 as in memory;
-- the documents: the docs table's rows in row order, in an Arrow file a reader maps, so that
-  reading a hit's document costs no LanceDB take (about 2 ms a call and 2 ms a column at 10M
-  leaves: 14 ms for 50 documents' seven columns, against under a millisecond here).
+- the documents: the docs table's rows in row order, in an Arrow file of one record batch a
+  document, so that reading a hit's document costs one read of its row, not a LanceDB take
+  (about 2 ms a call and 2 ms a column at 10M leaves: 14 ms for 50 documents' seven columns).
 
 A side is written to a temporary folder and renamed into place, so a reader finds all of it
 or none, and names its tables' versions, so that it is never read with other tables; a
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 SIDE = "side"
 """The folder of a store that holds its side indexes, one folder a commit version."""
-FORMAT = 2
+FORMAT = 3
 """The side's layout version (``side.json``); a reader ignores a side of another, and
 :func:`build_side` rebuilds it."""
 CONNECTIVITY = 16
@@ -63,7 +63,7 @@ the exact 64 nearest, against 0.76 with 128, in about 2 ms."""
 HEAD_POSTINGS = 64
 """Postings of each question term a BM25 search reads first, the highest impacts."""
 _BATCH = 1 << 16  # rows read from a table at a time
-_DOC_BATCH = 256  # documents read from the docs table at a time (and a record batch of the side's file)
+_DOC_BATCH = 256  # documents read from the docs table at a time
 
 
 def side_folder(uri: str | os.PathLike[str], version: int) -> Path:
@@ -147,14 +147,15 @@ def _read_meta(folder: Path) -> dict[str, Any]:
 
 
 def _write_docs(work: Path, docs: Any) -> list[str]:
-    """The docs table's rows, in row order, as an uncompressed Arrow file (``docs.arrow``, so
-    that a reader maps it); returns their ids."""
+    """The docs table's rows, in row order, as an Arrow file (``docs.arrow``) of one record
+    batch a document, so that a reader reads a document's row alone; returns their ids."""
     import pyarrow as pa
 
     doc_ids: list[str] = []
     with pa.OSFile(os.fspath(work / "docs.arrow"), "wb") as sink, pa.ipc.new_file(sink, docs.schema) as writer:
         for batch in _batches(docs, docs.schema.names, _DOC_BATCH):
-            writer.write_batch(batch)
+            for i in range(batch.num_rows):
+                writer.write_batch(batch.slice(i, 1))
             doc_ids += batch.column("doc_id").to_pylist()
     return doc_ids
 
@@ -349,9 +350,11 @@ class Side:
         self.parents = int(meta["parents"])
         self.doc_ids: list[str] = json.loads((folder / "docs.json").read_text(encoding="utf-8"))
         self.doc_rows = {d: i for i, d in enumerate(self.doc_ids)}
-        docs = pa.ipc.open_file(pa.memory_map(os.fspath(folder / "docs.arrow"))).read_all()
-        self._doc_schema, self._doc_batches = docs.schema, docs.to_batches()
-        self._doc_firsts = np.cumsum([0] + [b.num_rows for b in self._doc_batches])
+        self._docs = pa.ipc.open_file(pa.OSFile(os.fspath(folder / "docs.arrow")))
+        if self._docs.num_record_batches != len(self.doc_ids):
+            raise ValueError(
+                f"{folder}: {self._docs.num_record_batches} documents in docs.arrow, not {len(self.doc_ids)}"
+            )
         self.vocab = {w: i for i, w in enumerate(json.loads((folder / "vocab.json").read_text(encoding="utf-8")))}
         self.lock = threading.Lock()  # usearch's search reuses the graph's per-thread buffers
         if not self.exact:
@@ -383,14 +386,13 @@ class Side:
             return None
 
     def documents(self, doc_ids: list[str]) -> pa.Table:
-        """The docs table's rows of ``doc_ids`` (all of them in the side), in that order,
-        sliced from the mapped file (nothing copied until read)."""
+        """The docs table's rows of ``doc_ids`` (all of them in the side), in that order, each
+        read from the side's file alone (a read, not a map: a query process's memory then
+        holds the documents it keeps, not the pages around them). Not thread-safe: the
+        store's reader calls it under its lock."""
         import pyarrow as pa
 
-        rows = [self.doc_rows[d] for d in doc_ids]
-        batch = np.searchsorted(self._doc_firsts, rows, side="right") - 1
-        slices = [self._doc_batches[b].slice(r - self._doc_firsts[b], 1) for r, b in zip(rows, batch.tolist())]
-        return pa.Table.from_batches(slices, self._doc_schema)
+        return pa.Table.from_batches([self._docs.get_batch(self.doc_rows[d]) for d in doc_ids], self._docs.schema)
 
     def leaves(self, rows: np.ndarray) -> tuple[list[str], list[int], list[int]]:
         """The ``doc_id``, ``leaf`` and ``passage`` of leaf rows."""
