@@ -1,7 +1,8 @@
 """Where a query's time goes, the LanceDB store beside the in-memory ``Index`` of the same
 tree dataset, in one run: the question's embedding, LanceDB's searches (nearest leaves,
 full text, the best parents' leaves), reading the hit documents (from the side's copy, or
-LanceDB's docs query without a side), their insertion into the native expander, and the rest (fusion, expansion, packing).
+LanceDB's docs query without a side) and decoding them, their insertion into the native
+expander, and the rest (fusion, expansion, packing).
 
 The dataset and store are those ``store_growth.py --workdir DIR`` writes (``DIR/d<N>`` and
 ``DIR/s<N>``). Each index answers ``store_growth.QUESTIONS`` (warm: asked before, their
