@@ -179,7 +179,8 @@ def lance_side(
 
         def side_nearest(v: Any) -> Any:
             rows = at.side.nearest(v / np.linalg.norm(v), DENSE_POOL)
-            return store._run(index._taken(tables["leaves"], at.side, rows, v))  # type: ignore[attr-defined]
+            at.vectors.clear()  # each search reads its vectors
+            return store._run(index._taken(at, rows, v))  # type: ignore[attr-defined]
 
         cold, found = timed(side_nearest, vectors[own])
         warm, _ = timed(side_nearest, vectors[own])

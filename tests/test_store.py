@@ -287,6 +287,28 @@ def test_document_cache_stays_within_cache_bytes(job, encoder):
     assert len(tight._now.cache) <= 3 < len(roomy._now.cache)
 
 
+def test_vector_cache_keeps_the_nearest_leaves_and_changes_no_answer(job, encoder, monkeypatch):
+    """The float vectors of a search's nearest leaves are kept (least recently used out, at
+    most ``VECTOR_CACHE_ROWS``), so a question asked again reads none; a reader with them kept
+    answers as one that has just opened."""
+    from chunkforge.index.fusion import DENSE_POOL
+
+    monkeypatch.setattr(store_module, "VECTOR_CACHE_ROWS", 2 * DENSE_POOL)
+    index = Index.open(job / "store.lancedb", encoder)
+    at = index._now
+    for question in QUESTIONS * 2:
+        hits = index.search(question, k=10)
+        fresh = Index.open(job / "store.lancedb", encoder).search(question, k=10)
+        assert [(h.id, h.score) for h in hits] == [(h.id, h.score) for h in fresh]
+        assert len(at.vectors) <= 2 * DENSE_POOL
+        vector = encoder.embed_query(question)
+        nearest = at.side.nearest(vector / np.linalg.norm(vector), DENSE_POOL).tolist()
+        assert set(nearest) <= set(at.vectors)  # asked again: nothing to read
+        kept = np.stack([at.vectors[r] for r in nearest])
+        assert np.array_equal(store_module.int8_rows(kept)[0], at.side.codes[nearest])
+    assert len(at.vectors) == 2 * DENSE_POOL  # more were read than it keeps
+
+
 def test_index_cache_holds_what_it_is_given(job, encoder, tmp_path):
     """``index_cache_bytes`` bounds a query process's LanceDB index cache (IVF partitions,
     posting lists); a cap too small to hold them costs reads, not answers."""

@@ -55,7 +55,14 @@ The bulk job's tree dataset (``vectors``) into a store, then queried (in a tempo
 
 from __future__ import annotations
 
-from .store_query import CACHE_BYTES, INDEX_CACHE_BYTES, RESIDENT_PER_TEXT_BYTE, StoreError, StoreIndex
+from .store_query import (
+    CACHE_BYTES,
+    INDEX_CACHE_BYTES,
+    RESIDENT_PER_TEXT_BYTE,
+    VECTOR_CACHE_ROWS,
+    StoreError,
+    StoreIndex,
+)
 from .store_tables import (
     COMMITS,
     DOCS,
@@ -83,6 +90,7 @@ __all__ = [
     "LEAVES",
     "PARENTS",
     "RESIDENT_PER_TEXT_BYTE",
+    "VECTOR_CACHE_ROWS",
     "AnnIndex",
     "StoreError",
     "StoreIndex",
