@@ -42,6 +42,7 @@ impl CharOffsets {
     /// The byte offset in `text` (the text these offsets were made from) of code point
     /// `i` (at most [`Self::chars`]).
     pub fn byte(&self, text: &str, i: usize) -> usize {
+        debug_assert!(i <= self.chars, "code point {i} of {}", self.chars);
         let Some(samples) = &self.samples else { return i };
         if i >= self.chars {
             return text.len();
@@ -153,8 +154,8 @@ mod tests {
 
     #[test]
     fn char_offsets_map_code_points_to_bytes() {
-        let long = "aé😀€ ".repeat(40);
-        for text in ["plain", "é 😀 x", "", &long] {
+        let (long, exact, two) = ("aé😀€ ".repeat(40), "é".repeat(32), "é".repeat(64));
+        for text in ["plain", "é 😀 x", "", &long, &exact, &two] {
             let offsets = CharOffsets::new(text);
             let expected: Vec<usize> = text.char_indices().map(|(i, _)| i).chain([text.len()]).collect();
             assert_eq!(offsets.chars(), text.chars().count());

@@ -516,7 +516,7 @@ def test_each_commit_gets_a_side_that_answers_as_lancedb(job, encoder, tmp_path)
     none, when called again); a reader searches them in place of LanceDB's indexes, with the
     same scores, and falls back to LanceDB's where its commit has no side. A killed build's
     work folder is never read and is removed by the next build; two sides are kept; a side of
-    an older layout is not read, and is rebuilt."""
+    an older layout is not read, and is rebuilt, nor is a side whose documents' copy is damaged."""
     from chunkforge.index.store_side import FORMAT, side_folder
 
     store = tmp_path / "store"
@@ -553,6 +553,12 @@ def test_each_commit_gets_a_side_that_answers_as_lancedb(job, encoder, tmp_path)
     with pytest.warns(UserWarning, match="side format 1"):
         assert Index.open(store, encoder)._now.side is None
     assert write_store(job / "vectors", store) == 3 and Index.open(store, encoder)._now.side is not None
+    docs = side_folder(store, 3) / "docs.arrow"  # a damaged copy of the documents: not read
+    docs.write_bytes(docs.read_bytes()[: docs.stat().st_size // 2])
+    with pytest.warns(UserWarning, match="cannot be read"):
+        damaged = Index.open(store, encoder)
+    lancedb = Index.open(store, encoder, side=False)
+    assert damaged._now.side is None and spans(damaged.query(QUESTIONS[0])) == spans(lancedb.query(QUESTIONS[0]))
 
 
 def test_side_scores_as_bm25(tmp_path):

@@ -249,7 +249,10 @@ impl Doc {
             return (Edge::UNKNOWN, Edge::UNKNOWN);
         }
         let starts = &self.tokens.word_start[a as usize..b as usize];
-        let before = |x: u32| Edge::at_word(a + starts.partition_point(|&w| (w as usize) < self.byte(x)) as u32);
+        let before = |x: u32| {
+            let at = self.byte(x);
+            Edge::at_word(a + starts.partition_point(|&w| (w as usize) < at) as u32)
+        };
         (before(s), before(e))
     }
 

@@ -16,9 +16,9 @@ A document's metadata is kept with it (``docs.metadata``) and, for filtering, as
 
 Beside the tables, each commit of a local store gets its side indexes
 (:mod:`~chunkforge.index.store_side`, ``<store>/side/<version>/``): an HNSW graph over the
-leaves' int8 vectors, the parents' BM25 postings and the rows of each parent's leaves and of
-each document, memory-mapped by readers, which then search them in place of LanceDB's indexes
-(a filtered search still goes through LanceDB's filters).
+leaves' int8 vectors, the parents' BM25 postings, the rows of each parent's leaves and a copy
+of the documents; readers map the arrays and read a document's row from the copy, and search
+them in place of LanceDB's indexes (a filtered search still goes through LanceDB's filters).
 
 An update (the job's next run) deletes the rows of the shards that are gone and adds those of
 the new ones (a changed document rebuilds only its own shard's rows), then appends a commit.

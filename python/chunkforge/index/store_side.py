@@ -1,7 +1,8 @@
 """The store's side indexes: built from a commit's tables by :func:`build_side` (``write_store``
 does it for each commit of a local store, before it adds the commit) into
-``<store>/side/<version>/``, and memory-mapped by its readers (:class:`Side`), which then
-answer a search without LanceDB's three searches:
+``<store>/side/<version>/``, and read in place by its readers (:class:`Side`: the arrays and
+the graph mapped, a document's row read from the file), which then answer a search without
+LanceDB's three searches and its take:
 
 - the nearest leaves: an HNSW graph (usearch) over the leaves' distinct int8 vectors
   (:func:`int8_rows`, as the in-memory index keeps them), read in place (``view``); below
@@ -12,7 +13,8 @@ answer a search without LanceDB's three searches:
 - the leaves of the best parents: the leaves' rows by parent, rescored from int8 as in memory;
 - the documents: the docs table's rows in row order, in an Arrow file of one record batch a
   document, so that reading a hit's document costs one read of its row, not a LanceDB take
-  (about 2 ms a call and 2 ms a column at 10M leaves: 14 ms for 50 documents' seven columns).
+  (at 10M leaves about 2 ms a call, more with each column: 14.5 ms for 50 documents' seven
+  columns).
 
 A side is written to a temporary folder and renamed into place, so a reader finds all of it
 or none, and names its tables' versions, so that it is never read with other tables; a
@@ -329,8 +331,8 @@ def _top(scores: np.ndarray, n: int, floor: float = 0.0) -> np.ndarray:
 
 class Side:
     """A commit's side indexes (see the module): the arrays and the graph memory-mapped, the
-    document ids and the vocabulary read. :meth:`open` finds them. Safe to share between
-    threads (one graph search at a time)."""
+    document ids and the vocabulary read, the documents' file open. :meth:`open` finds them.
+    Safe to share between threads (one graph search and one document read at a time)."""
 
     def __init__(self, folder: Path, meta: dict[str, Any]) -> None:
         import pyarrow as pa
@@ -357,6 +359,7 @@ class Side:
             )
         self.vocab = {w: i for i, w in enumerate(json.loads((folder / "vocab.json").read_text(encoding="utf-8")))}
         self.lock = threading.Lock()  # usearch's search reuses the graph's per-thread buffers
+        self._docs_lock = threading.Lock()  # one file position
         if not self.exact:
             from usearch.index import Index as Hnsw
 
@@ -388,11 +391,12 @@ class Side:
     def documents(self, doc_ids: list[str]) -> pa.Table:
         """The docs table's rows of ``doc_ids`` (all of them in the side), in that order, each
         read from the side's file alone (a read, not a map: a query process's memory then
-        holds the documents it keeps, not the pages around them). Not thread-safe: the
-        store's reader calls it under its lock."""
+        holds the documents it keeps, not the pages around them)."""
         import pyarrow as pa
 
-        return pa.Table.from_batches([self._docs.get_batch(self.doc_rows[d]) for d in doc_ids], self._docs.schema)
+        with self._docs_lock:
+            batches = [self._docs.get_batch(self.doc_rows[d]) for d in doc_ids]
+        return pa.Table.from_batches(batches, self._docs.schema)
 
     def leaves(self, rows: np.ndarray) -> tuple[list[str], list[int], list[int]]:
         """The ``doc_id``, ``leaf`` and ``passage`` of leaf rows."""
