@@ -65,7 +65,7 @@ fuzz_target!(|data: &[u8]| {
         labels += leaves.len() as u64;
         leaf_docs.extend(std::iter::repeat_n(d, leaves.len()));
         let headings = vec![vec![]; nodes.iter().map(|n| n.3 as usize + 1).max().unwrap_or(0)];
-        let doc = _native::expand::Doc::new(tk, DocInput { text: t, sentences, nodes, leaves, headings }, None).unwrap();
+        let doc = _native::expand::Doc::new(tk, DocInput { text: (*t).into(), sentences, nodes, leaves, headings }, None).unwrap();
         store.add(doc, &ids).unwrap();
     }
     if labels == 0 {
