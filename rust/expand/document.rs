@@ -276,19 +276,10 @@ impl Doc {
 
 /// The longest run of whitespace in `text`, in code points.
 fn longest_blank(text: &str) -> u32 {
-    let bytes = text.as_bytes();
-    let (mut run, mut longest, mut i) = (0u32, 0u32, 0usize);
-    while i < bytes.len() {
-        let b = bytes[i];
-        let (blank, width) = if b < 0x80 {
-            // an ASCII byte read as it is (most of a text), without a branch on what it is
-            (u32::from(b == b' ') | u32::from(b.wrapping_sub(b'\t') <= b'\r' - b'\t'), 1)
-        } else {
-            text[i..].chars().next().map_or((0, 1), |c| (u32::from(c.is_whitespace()), c.len_utf8()))
-        };
-        run = (run + 1) * blank;
+    let (mut run, mut longest) = (0u32, 0u32);
+    for c in text.chars() {
+        run = if c.is_whitespace() { run + 1 } else { 0 };
         longest = longest.max(run);
-        i += width;
     }
     longest
 }

@@ -53,8 +53,9 @@ lists read; its own default is 6 GB), kept across reloads. Measured at 10M leave
 questions: 512 MiB and 1 GiB answered at the same speed, in 1.7 and 1.9 GB processes."""
 VECTOR_CACHE_ROWS = 1 << 15
 """Float vectors of the nearest leaves a query process keeps read (least recently used out;
-48 MiB of float32 at 384 dimensions, and about 0.2 KiB a row of bookkeeping): a leaf found again is rescored without a read from the leaves
-table (at 10M leaves a read of the 64 to 100 nearest took 5.5 to 7.4 ms)."""
+48 MiB of float32 at 384 dimensions, and about 0.2 KiB a row of bookkeeping): a leaf found
+again is rescored without a read from the leaves table (at 10M leaves a read of the 64 to 100
+nearest took 5.5 to 7.4 ms)."""
 NPROBES = 32
 """IVF partitions the nearest-leaves search reads (of one per 4,096 leaves)."""
 REFINE_FACTOR = 4
@@ -249,8 +250,7 @@ class StoreIndex:
     running meanwhile finishes on the commit it started on. Safe to share between threads.
     ``cache_bytes``: the documents kept read (resident bytes); ``index_cache_bytes``: LanceDB's cache of
     the index parts read (together with :data:`VECTOR_CACHE_ROWS` vectors, what a query process
-    holds beyond the encoder); ``nprobes``
-    and ``refine_factor``: the ANN search's (:data:`NPROBES`, :data:`REFINE_FACTOR`); ``side``:
+    holds beyond the encoder); ``nprobes`` and ``refine_factor``: the ANN search's (:data:`NPROBES`, :data:`REFINE_FACTOR`); ``side``:
     search a commit's side indexes (:mod:`~chunkforge.index.store_side`) when it has them, and
     LanceDB's indexes when filtered or when it has none (``False``: always LanceDB's). A path
     that holds no store is a FileNotFoundError (nothing is created there).

@@ -456,10 +456,12 @@ class Side:
             scores = np.asarray(every, np.float64)  # indexed by parent row
             best = _top(scores, pool, floor)
             kept = np.union1d(best, among)
-            return best.tolist(), {int(r): float(v) for r, v in zip(kept, scores[kept]) if v > 0}
-        kept = np.union1d(rows[best], among)
-        kept_scores = scores[np.searchsorted(rows, kept)]
-        return rows[best].tolist(), {int(r): float(v) for r, v in zip(kept, kept_scores) if v > 0}
+            kept_scores = scores[kept]
+        else:
+            best = rows[best]
+            kept = np.union1d(best, among)
+            kept_scores = scores[np.searchsorted(rows, kept)]
+        return best.tolist(), {int(r): float(v) for r, v in zip(kept, kept_scores) if v > 0}
 
     def _terms(self, query: str) -> list[int]:
         return [t for t in (self.vocab.get(w) for w in set(BM25.words(query))) if t is not None]
