@@ -54,7 +54,8 @@ class Stages:
 def instrument(encoder: Encoder) -> Stages:
     """Wraps the encoder's question embedding, the store's LanceDB searches, its reads of the hit
     documents (LanceDB's docs query, or the side's copy) and their insertion, and its side's
-    searches (with a side, "LanceDB: searches" reads the nearest leaves' rows)."""
+    searches (with a side, "LanceDB: searches" is the wait for the nearest leaves' rows left
+    after the hit documents were read and inserted meanwhile)."""
     stages = Stages()
     encoder.embed_query = stages.timed("embed the question", encoder.embed_query)  # type: ignore[method-assign]
     run = store._run

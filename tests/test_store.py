@@ -309,6 +309,45 @@ def test_vector_cache_keeps_the_nearest_leaves_and_changes_no_answer(job, encode
     assert len(at.vectors) == 2 * DENSE_POOL  # more were read than it keeps
 
 
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_a_new_question_reads_its_documents_while_its_vectors_are_read(job, encoder, monkeypatch, hybrid):
+    """With a side, the hits' documents (as the leaves' int8 cosines rank them) are read into
+    the cache while the nearest leaves' float vectors are read: here the vector read waits
+    until a document was inserted, so a reader that read them after it would fail; the hits
+    then find all their documents read, in one insertion, and the answers are a fresh plain
+    reader's."""
+    import asyncio
+    import threading
+
+    inserted: list[list[str]] = []
+    done = threading.Event()
+    insert, taken = store_module._Checkout._insert, StoreIndex._taken
+
+    def recording(self, docs, words=None):
+        inserted.append([doc.doc_id for doc in docs])
+        done.set()
+        return insert(self, docs, words)
+
+    async def after_insertion(self, at, rows, vector):
+        for _ in range(1000):
+            if done.is_set():
+                break
+            await asyncio.sleep(0.01)
+        assert done.is_set(), "the vectors were waited for before any document was read"
+        return await taken(self, at, rows, vector)
+
+    monkeypatch.setattr(store_module._Checkout, "_insert", recording)
+    monkeypatch.setattr(StoreIndex, "_taken", after_insertion)
+    for question in QUESTIONS:
+        inserted.clear()
+        done.clear()
+        index = Index.open(job / "store.lancedb", encoder)
+        hits = index.search(question, k=12, hybrid=hybrid)
+        assert len(inserted) == 1 and {h.doc_id for h in hits} <= set(inserted[0])
+        plain = Index.open(job / "store.lancedb", encoder, side=False).search(question, k=12, hybrid=hybrid)
+        assert [h.score for h in hits] == pytest.approx([h.score for h in plain], abs=1e-4)
+
+
 def test_index_cache_holds_what_it_is_given(job, encoder, tmp_path):
     """``index_cache_bytes`` bounds a query process's LanceDB index cache (IVF partitions,
     posting lists); a cap too small to hold them costs reads, not answers."""

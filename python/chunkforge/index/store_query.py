@@ -6,11 +6,12 @@ bounded cache, so a query process holds the ANN index's cache, not the corpus.""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -69,13 +70,24 @@ _METADATA_CACHE_BYTES = 256 << 20  # LanceDB's file metadata cache (its default:
 _FTS_LIMIT = 4 * DENSE_POOL  # parents a full-text query returns (then those of the nearest leaves)
 
 
-def _run(query: Any) -> Any:
-    """Runs a coroutine of LanceDB's async API on its background event loop (reset after a
+def _submit(query: Any) -> concurrent.futures.Future[Any]:
+    """Starts a coroutine of LanceDB's async API on its background event loop (reset after a
     fork), for the store's readers: the async API skips the schema reads the sync one makes on
     every query (measured at 119k leaves: 3.1 against 5.2 ms a full-text query)."""
     from lancedb.background_loop import LOOP
 
-    return LOOP.run(query)  # type: ignore[no-untyped-call]
+    return asyncio.run_coroutine_threadsafe(query, LOOP.loop)
+
+
+def _run(query: Any) -> Any:
+    """The result of a coroutine (:func:`_submit`) or of one already submitted; the coroutine is
+    cancelled when the wait is interrupted."""
+    future = query if isinstance(query, concurrent.futures.Future) else _submit(query)
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()
+        raise
 
 
 async def _checked_out(uri: str, commit: dict[str, Any], session: Any) -> dict[str, Any]:
@@ -103,6 +115,27 @@ def _cosines(
         wide = vectors.astype(np.float64)
         cos = np.round(wide @ vector.astype(np.float64) / np.maximum(np.linalg.norm(wide, axis=1), 1e-12), 6)
     return {(d, int(leaf)): (int(p), float(c)) for d, leaf, p, c in zip(*keys, cos)}
+
+
+def _fused(
+    dense: dict[tuple[str, int], tuple[int, float]],
+    bm25: dict[tuple[str, int], float],
+    weights: tuple[float, float],
+    k: int,
+) -> tuple[list[tuple[tuple[str, int], float]], float]:
+    """The ``k`` best of the leaves ``dense`` (``(doc_id, leaf) -> (passage, cosine)``) by the
+    fusion of their cosines and their parents' ``bm25`` scores, best first, and the best cosine
+    among them (0 for none)."""
+    keys = list(dense)
+    if not keys:
+        return [], 0.0
+    cos = np.array([dense[key][1] for key in keys], np.float64)
+    lexical = np.array([bm25.get((key[0], dense[key][0]), 0.0) for key in keys], np.float64)
+    tie = np.empty(len(keys), np.int64)  # equal scores (leaves of equal text) by (doc_id, leaf)
+    tie[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
+    order, fused = fuse(cos, lexical, weights, tie)
+    top = order[:k]
+    return [(keys[i], float(fused[i])) for i in top.tolist()], float(cos[top].max())
 
 
 def _vectors(rows: pa.Table) -> np.ndarray:
@@ -441,7 +474,8 @@ class StoreIndex:
         unit = normalized(vector[None, :])[0]
         if not hybrid:
             if side is not None:
-                dense = self._read(self._taken(at, side.nearest(unit, k), vector), LEAVES)
+                rows = side.nearest(unit, k)
+                dense = self._rescored(at, rows, vector, lambda: side.leaves(rows)[0])  # all k are hits
             else:
                 dense = self._read(self._nearest(at.tables[LEAVES], vector, k, predicate), LEAVES)
             ranked = sorted(dense.items(), key=lambda item: (-item[1][1], item[0]))[:k]
@@ -450,21 +484,38 @@ class StoreIndex:
             return self._hits(at, [(key, cos) for key, (_, cos) in ranked])
         if side is not None:
             rows, pooled, bm25 = side.ranked(query, unit, max(k, DENSE_POOL), BM25_POOL)
-            dense = self._read(self._taken(at, rows, vector), LEAVES)
+
+            def likely() -> list[str]:
+                guess = side.scored(rows, unit)
+                _merge(guess, pooled)
+                return [doc_id for (doc_id, _), _ in _fused(guess, bm25, self.weights, k)[0]]
+
+            dense = self._rescored(at, rows, vector, likely)
             _merge(dense, pooled)
         else:
             dense, bm25 = self._read(self._ranked(at.tables, query, vector, max(k, DENSE_POOL), predicate), PARENTS)
         if not dense:
             return []
-        keys = list(dense)
-        cos = np.array([dense[key][1] for key in keys], np.float64)
-        lexical = np.array([bm25.get((key[0], dense[key][0]), 0.0) for key in keys], np.float64)
-        tie = np.empty(len(keys), np.int64)  # equal scores (leaves of equal text) by (doc_id, leaf)
-        tie[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
-        order, fused = fuse(cos, lexical, self.weights, tie)
-        if best is not None and len(order):
-            best.append(float(cos[order[:k]].max()))
-        return self._hits(at, [(keys[i], float(fused[i])) for i in order[:k].tolist()])
+        scored, top = _fused(dense, bm25, self.weights, k)
+        if best is not None:
+            best.append(top)
+        return self._hits(at, scored)
+
+    def _rescored(
+        self, at: _Checkout, rows: np.ndarray, vector: np.ndarray, likely: Callable[[], list[str]]
+    ) -> dict[tuple[str, int], tuple[int, float]]:
+        """:meth:`_taken` of ``rows``; while their vectors are read (a wait on the disk at 10M
+        leaves), the documents ``likely()`` names (the hits' as the leaves' int8 cosines rank
+        them) are read into the cache, so the hits find them there but for a leaf the
+        rescoring moves across the ``k``-th place."""
+        reading = _submit(self._taken(at, rows, vector))
+        try:
+            with at.lock:
+                self._entries(at, likely())
+        except BaseException:
+            reading.cancel()
+            raise
+        return cast("dict[tuple[str, int], tuple[int, float]]", self._read(reading, LEAVES))
 
     async def _ranked(
         self, tables: dict[str, Any], query: str, vector: np.ndarray, k: int, predicate: str | None

@@ -466,6 +466,12 @@ class Side:
     def _terms(self, query: str) -> list[int]:
         return [t for t in (self.vocab.get(w) for w in set(BM25.words(query))) if t is not None]
 
+    def scored(self, rows: np.ndarray, unit: np.ndarray) -> dict[tuple[str, int], tuple[int, float]]:
+        """``(doc_id, leaf) -> (passage, cosine)`` of the leaves at ``rows``, each cosine with the
+        unit vector ``unit`` from the leaf's int8 vector (as the in-memory index scores it)."""
+        cos = int8_scores(self.codes[rows], self.scales[rows], unit)
+        return {(d, leaf): (p, c) for d, leaf, p, c in zip(*self.leaves(rows), cos.tolist())}
+
     def ranked(
         self, query: str, unit: np.ndarray, k: int, pool: int
     ) -> tuple[np.ndarray, dict[tuple[str, int], tuple[int, float]], dict[tuple[str, int], float]]:
@@ -477,8 +483,7 @@ class Side:
         best, scores = self.lexical(query, pool, np.unique(self.leaf_parent[near]))
         pooled = [self.by_parent[self.parent_ptr[p] : self.parent_ptr[p + 1]] for p in best]
         rows = np.sort(np.concatenate(pooled)) if pooled else np.zeros(0, np.int64)
-        cos = int8_scores(self.codes[rows], self.scales[rows], unit)
-        lexical = {(d, leaf): (p, c) for d, leaf, p, c in zip(*self.leaves(rows), cos.tolist())}
+        lexical = self.scored(rows, unit)
         parents = [p for p in np.unique(self.leaf_parent[np.concatenate([near, rows])]).tolist() if p in scores]
         bm25 = zip(self.parent_doc[parents].tolist(), self.parent_passage[parents].tolist(), parents)
         return near, lexical, {(self.doc_ids[d], passage): scores[p] for d, passage, p in bm25}
