@@ -6,6 +6,8 @@
 //! are context free, so this is exact. On HF's general path the same sum is an
 //! estimate, and [`Sizer::exact`] re-encodes the span.
 
+use std::cell::Cell;
+
 use crate::error::Result;
 use crate::spans::NONE;
 use crate::tokenizer::{DocTokens, Tokenizer, WordCache};
@@ -57,11 +59,13 @@ pub struct Sizer<'a> {
     pub doc: &'a DocTokens,
     pub tk: &'a Tokenizer,
     pub cache: &'a mut WordCache,
+    /// The last [`Self::words_before`], where the next search starts ([`NONE`]: none yet).
+    last_word: Cell<u32>,
 }
 
 impl<'a> Sizer<'a> {
     pub fn new(tk: &'a Tokenizer, text: &'a str, doc: &'a DocTokens, cache: &'a mut WordCache) -> Self {
-        Sizer { text, doc, tk, cache }
+        Sizer { text, doc, tk, cache, last_word: Cell::new(NONE) }
     }
 
     /// Tokens of `text[s..e]` encoded alone (an estimate on HF's general path).
@@ -75,9 +79,38 @@ impl<'a> Sizer<'a> {
         self.count_at(s, e, None)
     }
 
-    /// The number of words starting before byte `x`.
-    fn words_before(doc: &DocTokens, x: usize) -> u32 {
-        doc.word_start.partition_point(|&w| (w as usize) < x) as u32
+    /// The number of words starting before byte `x`: searched outwards from the last
+    /// one's answer (doubling the step, then halving the range), so that ascending or
+    /// nearby offsets, such as a document's sentence and leaf ends, cost a few probes.
+    fn words_before(&self, x: usize) -> u32 {
+        let starts = &self.doc.word_start[..];
+        let below = |i: usize| (starts[i] as usize) < x;
+        let (lo, hi) = match self.last_word.get() {
+            NONE => (0, starts.len()),
+            h if (h as usize) < starts.len() && below(h as usize) => {
+                let (h, mut lo, mut step) = (h as usize, h as usize + 1, 1);
+                loop {
+                    match h + step {
+                        p if p >= starts.len() => break (lo, starts.len()),
+                        p if !below(p) => break (lo, p),
+                        p => (lo, step) = (p + 1, 2 * step),
+                    }
+                }
+            }
+            h => {
+                let (h, mut hi, mut step) = ((h as usize).min(starts.len()), (h as usize).min(starts.len()), 1);
+                loop {
+                    match h.checked_sub(step) {
+                        None => break (0, hi),
+                        Some(p) if below(p) => break (p + 1, hi),
+                        Some(p) => (hi, step) = (p, 2 * step),
+                    }
+                }
+            }
+        };
+        let n = (lo + starts[lo..hi].partition_point(|&w| (w as usize) < x)) as u32;
+        self.last_word.set(n);
+        n
     }
 
     /// [`Self::exact`] of the span between edges `a` (at byte `s`) and `b` (at `e`):
@@ -106,7 +139,7 @@ impl<'a> Sizer<'a> {
 
     /// The edge at byte `x`, clean when `clean` and nothing straddles it.
     fn edge(&self, x: usize, clean: bool) -> Edge {
-        let word = Self::words_before(self.doc, x);
+        let word = self.words_before(x);
         let clean = clean && self.doc.exact_words && !self.cuts_added(x) && !self.straddles(word as usize, x);
         Edge { word, cum: if clean { self.doc.cum[word as usize] } else { NONE } }
     }
@@ -193,7 +226,7 @@ impl<'a> Sizer<'a> {
         // words [i, j) start inside the span
         let (mut i, mut j) = match words {
             Some((i, j)) => (i as usize, j as usize),
-            None => (Self::words_before(doc, s) as usize, Self::words_before(doc, e) as usize),
+            None => (self.words_before(s) as usize, self.words_before(e) as usize),
         };
         let mut head = s; // [s, head) is recounted
         if self.straddles(i, s) {
@@ -252,6 +285,26 @@ mod tests {
 
     fn tokenizer(file: &str) -> Tokenizer {
         Tokenizer::from_json(&std::fs::read_to_string(format!("{}/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap()).unwrap()
+    }
+
+    /// The search from the last answer finds what a binary search finds, for offsets
+    /// ascending, descending, and in no order.
+    #[test]
+    fn words_before_searched_from_the_last_answer() {
+        let text = "one two  three, four.\nfive six [CLS] seven eight nine ten eleven twelve thirteen";
+        let tk = tokenizer("python/chunkforge/data/all-MiniLM-L6-v2.tokenizer.json");
+        let doc = tk.with_cache(|c| tk.analyze(text, false, c)).unwrap();
+        tk.with_cache(|cache| {
+            let sz = Sizer::new(&tk, text, &doc, cache);
+            let mut x = 7usize;
+            let scattered = (0..2000).map(|_| {
+                x = (x * 31 + 17) % (text.len() + 1);
+                x
+            });
+            for x in (0..=text.len()).chain((0..=text.len()).rev()).chain(scattered) {
+                assert_eq!(sz.words_before(x) as usize, doc.word_start.partition_point(|&w| (w as usize) < x), "{x}");
+            }
+        });
     }
 
     /// Between a clean start and a clean end, the subtraction is the span's count

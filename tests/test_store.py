@@ -323,10 +323,10 @@ def test_a_new_question_reads_its_documents_while_its_vectors_are_read(job, enco
     done = threading.Event()
     insert, taken = store_module._Checkout._insert, StoreIndex._taken
 
-    def recording(self, docs, words=None):
+    def recording(self, docs, *args):
         inserted.append([doc.doc_id for doc in docs])
         done.set()
-        return insert(self, docs, words)
+        return insert(self, docs, *args)
 
     async def after_insertion(self, at, rows, vector):
         for _ in range(1000):

@@ -60,6 +60,9 @@ pub struct Doc {
     pub(super) leaves: Vec<u32>,
     /// The sentences of each leaf.
     pub(super) leaf_sentences: Vec<LeafSentences>,
+    /// Each leaf's [`Doc::margins`], [`NONE`]s for a leaf with whitespace at an end
+    /// (none, in trees built here).
+    pub(super) leaf_margins: Vec<(u32, u32)>,
     /// The heading path of each section.
     headings: Vec<Vec<String>>,
     /// The section of each sentence.
@@ -166,6 +169,7 @@ impl Doc {
             nodes,
             leaves: input.leaves,
             leaf_sentences,
+            leaf_margins: vec![],
             headings: input.headings,
             sentence_sections: input.sentences.iter().map(|x| x.2).collect(),
             longest_blank: OnceLock::new(),
@@ -184,6 +188,14 @@ impl Doc {
         for ((n, ends), c) in doc.nodes.iter_mut().zip(node_edges).zip(counts) {
             (n.edges, n.tokens) = (ends, c);
         }
+        doc.leaf_margins = doc
+            .leaves
+            .iter()
+            .map(|&l| {
+                let (s, e) = (doc.nodes[l as usize].start, doc.nodes[l as usize].end);
+                if doc.trim(s, e) == (s, e) { doc.margins(s, e) } else { (NONE, NONE) }
+            })
+            .collect();
         Ok(doc)
     }
 

@@ -87,9 +87,7 @@ impl Store {
             let (start, end, parent, section, tokens) = (n.start, n.end, n.parent, n.section, n.tokens);
             let words = (n.edges.0.word, n.edges.1.word);
             let cum = if Edge::between(n.edges.0, n.edges.1).is_some() { n.edges.0.cum } else { NONE };
-            // margins only for a leaf without whitespace at its ends (all of them, in trees built here)
-            let margins = if doc.trim(start, end) == (start, end) { doc.margins(start, end) } else { (NONE, NONE) };
-            let sentences = doc.leaf_sentences[i];
+            let (margins, sentences) = (doc.leaf_margins[i], doc.leaf_sentences[i]);
             self.labels[l] = LeafRef { slot, node, parent, section, start, end, words, cum, sentences, tokens, margins };
         }
         let entry = Some((doc, labels.into()));

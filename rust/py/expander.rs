@@ -336,14 +336,15 @@ impl Expander {
             let sents = index_rows::<3>(&sentences[i], &format!("sentences[{i}]"))?;
             let tree = index_rows::<4>(&nodes[i], &format!("nodes[{i}]"))?;
             let saved = words.as_mut().and_then(|w| w[i].take());
-            inputs.push((texts[i].to_str()?.to_string(), sents, tree, leaves[i].clone(), headings[i].clone(), saved));
+            // borrowed: each text is copied in parallel, by `Doc::new`
+            inputs.push((texts[i].to_str()?, sents, tree, leaves[i].clone(), headings[i].clone(), saved));
         }
         let tk = &self.tk;
         let docs: Vec<Result<Doc>> = py.detach(|| {
             inputs
                 .into_par_iter()
                 .map(|(text, sents, tree, leaves, headings, saved)| {
-                    let tokens = saved.map(|w| DocTokens::from_saved(&text, &w)).transpose()?;
+                    let tokens = saved.map(|w| DocTokens::from_saved(text, &w)).transpose()?;
                     let input = DocInput {
                         text: text.into(),
                         sentences: sents.into_iter().map(|r| (r[0], r[1], r[2])).collect(),

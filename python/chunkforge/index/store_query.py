@@ -164,11 +164,11 @@ class _Cached:
 
     __slots__ = ("slot", "labels", "starts", "ends", "sections", "metadata", "length", "size")
 
-    def __init__(self, slot: int, labels: np.ndarray, doc: SavedDoc) -> None:
+    def __init__(self, slot: int, labels: np.ndarray, doc: SavedDoc, utf8_bytes: int) -> None:
         self.slot, self.labels, self.metadata = slot, labels, doc.metadata
         self.starts, self.ends = doc.tree.nodes[doc.tree.leaves, 0], doc.tree.nodes[doc.tree.leaves, 1]
         self.sections = doc.tree.nodes[doc.tree.leaves, 3]
-        self.length, self.size = len(doc.text), RESIDENT_PER_TEXT_BYTE * len(doc.text.encode("utf-8"))
+        self.length, self.size = len(doc.text), RESIDENT_PER_TEXT_BYTE * utf8_bytes
 
     @property
     def layout(self) -> LeafLayout:
@@ -213,9 +213,12 @@ class _Checkout:
         wanted = list(dict.fromkeys(doc_ids))
         missing = [d for d in wanted if d not in self.cache]
         if missing:
+            import pyarrow.compute as pc
+
             rows = self._rows(missing)
             words = rows.column("words").to_pylist() if "words" in rows.column_names else None
-            self._insert(read_docs(rows, f"{uri}/{DOCS}"), words)
+            utf8_bytes = pc.binary_length(rows.column("text")).to_pylist()
+            self._insert(read_docs(rows, f"{uri}/{DOCS}"), utf8_bytes, words)
         found = {}
         for d in wanted:
             if d in self.cache:
@@ -240,8 +243,8 @@ class _Checkout:
             raise RuntimeError(f"its side {self.side.folder} does not match the table")
         return rows
 
-    def _insert(self, docs: list[SavedDoc], words: list[bytes | None] | None = None) -> None:
-        """Puts ``docs`` into the expander (in one call) and the cache: a document whose
+    def _insert(self, docs: list[SavedDoc], utf8_bytes: list[int], words: list[bytes | None] | None = None) -> None:
+        """Puts ``docs`` (their texts ``utf8_bytes`` long) into the expander (in one call) and the cache: a document whose
         ``words`` the store kept (a store written before it kept words has no such column) is
         not tokenized again, the others are (in parallel)."""
         labels = []
@@ -262,8 +265,8 @@ class _Checkout:
             [t.headings for t in trees],
             words,
         )
-        for slot, doc_labels, doc in zip(slots, labels, docs):
-            entry = _Cached(slot, np.asarray(doc_labels, np.int64), doc)
+        for slot, doc_labels, doc, size in zip(slots, labels, docs, utf8_bytes):
+            entry = _Cached(slot, np.asarray(doc_labels, np.int64), doc, size)
             self.cache[doc.doc_id] = entry
             self.cached_bytes += entry.size
 
