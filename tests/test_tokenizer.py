@@ -151,13 +151,19 @@ def test_saved_words_stand_in_for_tokenizing_a_document_again():
     built.insert([tree], [list(range(len(tree.leaves)))], ["d"], [text])
     nodes, leaves, sentences, headings = built.tree(0)
     payloads = []
-    for kept in (None, [saved]):
+    for kept, paths in ((None, headings), ([saved], json.dumps(headings))):  # as lists, as a docs table's JSON
         expander = _native.Expander(tk._native, Hit, Passage, Packed)
         labels = [list(range(len(leaves)))]
-        expander.add_docs([text], [sentences], [nodes[:, :4]], [leaves.tolist()], labels, ["d"], [headings], kept)
+        expander.add_docs([text], [sentences], [nodes[:, :4]], [leaves.tolist()], labels, ["d"], [paths], kept)
+        assert expander.tree(0)[3] == headings
         hits = expander.hits([0, 3, len(leaves) - 1], [1.0, 0.8, 0.5], 2)
         payloads.append(expander.expand(hits, ExpandOptions(window=1, budget_tokens=200), 2))
-    assert payloads[0] == payloads[1]
+    assert payloads[0] == payloads[1] and len(headings) > 1
+    for paths in ('{"a": 1}', "[[1]]", "[["):
+        with pytest.raises(ValueError, match=r"document 0.*headings: not a JSON array"):
+            _native.Expander(tk._native, Hit, Passage, Packed).add_docs(
+                [text], [sentences], [nodes[:, :4]], [leaves.tolist()], labels, ["d"], [paths]
+            )
     bad = bytearray(saved)
     bad[8:10] = (len(utf8) + 1).to_bytes(2, "little")  # word 1 runs past the text's end
     expander = _native.Expander(tk._native, Hit, Passage, Packed)

@@ -245,12 +245,13 @@ class Expander(Generic[_T, _P, _Q]):
         leaves: list[list[int]],
         labels: list[list[int]],
         doc_ids: list[str],
-        headings: list[list[list[str]]],
+        headings: Sequence[list[list[str]] | str],
         words: Sequence[bytes | None] | None = None,
     ) -> list[int]:
-        """Adds saved trees (``nodes`` ``(m, 4)`` without levels, ``sentences`` ``(n, 3)``),
-        each text tokenized in parallel unless its ``words`` (:meth:`Tokenizer.words`) were
-        saved with it; returns their slots.
+        """Adds saved trees (``nodes`` ``(m, 4)`` without levels, ``sentences`` ``(n, 3)``,
+        ``headings`` each section's heading path, or them as a JSON array as a docs table holds
+        them), each text tokenized in parallel unless its ``words`` (:meth:`Tokenizer.words`)
+        were saved with it; returns their slots.
 
         Raises:
             InputError: a tree or a text's words do not fit its text."""

@@ -8,7 +8,7 @@ use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::pybacked::PyBackedBytes;
+use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::{PyList, PySlice, PyString, PyTuple, PyType};
 use rayon::prelude::*;
 
@@ -21,6 +21,14 @@ use crate::structure::Syntax;
 use crate::threads::parallel_map;
 use crate::tokenizer::DocTokens;
 use crate::{tokenizer, tree};
+
+/// A document's heading paths, one a section: as lists, or as the JSON array a docs
+/// table holds (read natively, in parallel).
+#[derive(FromPyObject)]
+enum Headings {
+    Json(PyBackedStr),
+    Paths(Vec<Vec<String>>),
+}
 
 /// The expansion side of an index: documents (text, sentences, tree) and the
 /// map from leaf labels to leaves; `expand` turns hits into a payload.
@@ -308,7 +316,8 @@ impl Expander {
     /// parallel); per document: its text, sentences `(n, 3)` `(start, end,
     /// section)`, nodes `(m, 4)` `(start, end, parent or -1, section)` parents
     /// first, leaf node indices, the leaves' labels, its id and the heading path
-    /// of each section; and, when saved with it, its words (the bytes `Tokenizer.words`
+    /// of each section (or them as a JSON array, as a docs table holds them: read
+    /// in parallel); and, when saved with it, its words (the bytes `Tokenizer.words`
     /// of this expander's tokenizer made; None: the text is tokenized here). Returns the
     /// documents' slots.
     #[allow(clippy::too_many_arguments)]
@@ -322,7 +331,7 @@ impl Expander {
         leaves: Vec<Vec<u32>>,
         labels: Vec<Vec<u64>>,
         doc_ids: Vec<Bound<'_, PyString>>,
-        headings: Vec<Vec<Vec<String>>>,
+        headings: Vec<Headings>,
         mut words: Option<Vec<Option<PyBackedBytes>>>,
     ) -> PyResult<Vec<usize>> {
         let n = texts.len();
@@ -337,13 +346,20 @@ impl Expander {
             let tree = index_rows::<4>(&nodes[i], &format!("nodes[{i}]"))?;
             let saved = words.as_mut().and_then(|w| w[i].take());
             // borrowed: each text is copied in parallel, by `Doc::new`
-            inputs.push((texts[i].to_str()?, sents, tree, leaves[i].clone(), headings[i].clone(), saved));
+            inputs.push((texts[i].to_str()?, sents, tree, leaves[i].clone(), saved));
         }
         let tk = &self.tk;
         let docs: Vec<Result<Doc>> = py.detach(|| {
             inputs
                 .into_par_iter()
-                .map(|(text, sents, tree, leaves, headings, saved)| {
+                .zip(headings)
+                .map(|((text, sents, tree, leaves, saved), headings)| {
+                    let headings = match headings {
+                        Headings::Paths(paths) => paths,
+                        Headings::Json(json) => {
+                            serde_json::from_str(&json).map_err(|e| input!("headings: not a JSON array of heading paths ({e})"))?
+                        }
+                    };
                     let tokens = saved.map(|w| DocTokens::from_saved(text, &w)).transpose()?;
                     let input = DocInput {
                         text: text.into(),

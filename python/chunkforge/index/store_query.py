@@ -30,7 +30,7 @@ from .options import ExpandOptions, search_filter, spells_search_keywords, split
 from .payload import DocumentTree, Hit, Payload
 from .store_side import Side, int8_scores
 from .store_tables import DOCS, LEAVES, PARENTS, _connect, _lancedb, last_commit, parent_key
-from .trees import SavedDoc, TreeSettings, are_spans, checked_spans, overlapping, read_docs, scratch_expander
+from .trees import SavedRow, TreeSettings, are_spans, checked_spans, overlapping, read_rows, scratch_expander
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -164,10 +164,10 @@ class _Cached:
 
     __slots__ = ("slot", "labels", "starts", "ends", "sections", "metadata", "length", "size")
 
-    def __init__(self, slot: int, labels: np.ndarray, doc: SavedDoc, utf8_bytes: int) -> None:
+    def __init__(self, slot: int, labels: np.ndarray, doc: SavedRow, utf8_bytes: int) -> None:
         self.slot, self.labels, self.metadata = slot, labels, doc.metadata
-        self.starts, self.ends = doc.tree.nodes[doc.tree.leaves, 0], doc.tree.nodes[doc.tree.leaves, 1]
-        self.sections = doc.tree.nodes[doc.tree.leaves, 3]
+        self.starts, self.ends = doc.nodes[doc.leaves, 0], doc.nodes[doc.leaves, 1]
+        self.sections = doc.nodes[doc.leaves, 3]
         self.length, self.size = len(doc.text), RESIDENT_PER_TEXT_BYTE * utf8_bytes
 
     @property
@@ -218,7 +218,7 @@ class _Checkout:
             rows = self._rows(missing)
             words = rows.column("words").to_pylist() if "words" in rows.column_names else None
             utf8_bytes = pc.binary_length(rows.column("text")).to_pylist()
-            self._insert(read_docs(rows, f"{uri}/{DOCS}"), utf8_bytes, words)
+            self._insert(read_rows(rows, f"{uri}/{DOCS}"), utf8_bytes, words)
         found = {}
         for d in wanted:
             if d in self.cache:
@@ -243,26 +243,26 @@ class _Checkout:
             raise RuntimeError(f"its side {self.side.folder} does not match the table")
         return rows
 
-    def _insert(self, docs: list[SavedDoc], utf8_bytes: list[int], words: list[bytes | None] | None = None) -> None:
-        """Puts ``docs`` (their texts ``utf8_bytes`` long) into the expander (in one call) and the cache: a document whose
-        ``words`` the store kept (a store written before it kept words has no such column) is
-        not tokenized again, the others are (in parallel)."""
+    def _insert(self, docs: list[SavedRow], utf8_bytes: list[int], words: list[bytes | None] | None = None) -> None:
+        """Puts ``docs`` (their texts ``utf8_bytes`` long) into the expander (in one call, their
+        headings read there) and the cache: a document whose ``words`` the store kept (a store
+        written before it kept words has no such column) is not tokenized again, the others are
+        (in parallel)."""
         labels = []
         for doc in docs:
-            n = len(doc.tree.leaves)
+            n = len(doc.leaves)
             take = min(n, len(self.free))
             labels.append(self.free[len(self.free) - take :] + list(range(self.next_label, self.next_label + n - take)))
             del self.free[len(self.free) - take :]
             self.next_label += n - take
-        trees = [doc.tree for doc in docs]
         slots = self.expander.add_docs(
             [doc.text for doc in docs],
-            [t.sentences for t in trees],
-            [t.nodes[:, :4] for t in trees],
-            [t.leaves.tolist() for t in trees],
+            [doc.sentences for doc in docs],
+            [doc.nodes[:, :4] for doc in docs],
+            [doc.leaves.tolist() for doc in docs],
             labels,
             [doc.doc_id for doc in docs],
-            [t.headings for t in trees],
+            [doc.headings for doc in docs],
             words,
         )
         for slot, doc_labels, doc, size in zip(slots, labels, docs, utf8_bytes):

@@ -276,8 +276,21 @@ class SavedDoc(NamedTuple):
     tree: DocumentTree
 
 
-def read_docs(table: pa.Table, where: str) -> list[SavedDoc]:
-    """The documents of a docs table; ``where`` names it in errors (ValueError)."""
+class SavedRow(NamedTuple):
+    """A docs table's row, checked: a :class:`SavedDoc` whose tree's ``headings`` are still
+    as stored (a JSON array), for the native expander to read."""
+
+    doc_id: str
+    text: str
+    metadata: dict[str, Any]
+    nodes: np.ndarray
+    leaves: np.ndarray
+    sentences: np.ndarray
+    headings: str
+
+
+def read_rows(table: pa.Table, where: str) -> list[SavedRow]:
+    """The rows of a docs table; ``where`` names it in errors (ValueError)."""
     cols = {name: table.column(name).to_pylist() for name in ("doc_id", "text", "headings", "metadata")}
     lists = {name: _int_lists(table, name) for name in ("nodes", "leaves", "sentences")}
     out = []
@@ -286,14 +299,34 @@ def read_docs(table: pa.Table, where: str) -> list[SavedDoc]:
             nodes, leaves, sentences = (lists[name][i] for name in ("nodes", "leaves", "sentences"))
             if nodes is None or leaves is None or sentences is None:
                 raise ValueError("a null tree column")
-            headings = [list(h) for h in json.loads(cols["headings"][i])]
             metadata = json.loads(cols["metadata"][i])
-            tree = DocumentTree(nodes.reshape(-1, 5), leaves, sentences.reshape(-1, 3), headings)
+            row = SavedRow(
+                doc_id,
+                cols["text"][i],
+                metadata,
+                nodes.reshape(-1, 5),
+                leaves,
+                sentences.reshape(-1, 3),
+                cols["headings"][i],
+            )
         except (ValueError, TypeError) as exc:
             raise InputError(f"document {doc_id!r}: bad tree ({exc})", where=where) from exc
         if not isinstance(metadata, dict):
             raise InputError(f"document {doc_id!r}: metadata is not a JSON object", where=where)
-        out.append(SavedDoc(doc_id, cols["text"][i], metadata, tree))
+        out.append(row)
+    return out
+
+
+def read_docs(table: pa.Table, where: str) -> list[SavedDoc]:
+    """The documents of a docs table; ``where`` names it in errors (ValueError)."""
+    out = []
+    for row in read_rows(table, where):
+        try:
+            headings = [list(h) for h in json.loads(row.headings)]
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"document {row.doc_id!r}: bad tree ({exc})", where=where) from exc
+        tree = DocumentTree(row.nodes, row.leaves, row.sentences, headings)
+        out.append(SavedDoc(row.doc_id, row.text, row.metadata, tree))
     return out
 
 
