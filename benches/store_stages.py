@@ -71,7 +71,7 @@ def instrument(encoder: Encoder) -> Stages:
             stages.reading = False
 
     store._Checkout._rows = stages.timed("read the hit documents", reading_rows)  # type: ignore[method-assign]
-    store.read_docs = stages.timed("read the hit documents", store.read_docs)  # their columns decoded
+    store.read_rows = stages.timed("read the hit documents", store.read_rows)  # their columns decoded
     store._Checkout._insert = stages.timed("insert into the expander", store._Checkout._insert)  # type: ignore[method-assign]
     store.Side.ranked = stages.timed("side: graph, BM25, best parents' leaves", store.Side.ranked)  # type: ignore[method-assign]
     return stages
