@@ -1,7 +1,7 @@
 //! A document as expansion reads it: its text, its one tokenization, its
 //! sentences and its tree, with everything structural precomputed when it is
-//! added (node token counts, the sentences each leaf overlaps, section runs, and
-//! each node's and sentence's [`Edge`]s).
+//! added (node token counts, the sentences each leaf overlaps, section runs, each
+//! node's and sentence's [`Edge`]s, and the whitespace around each leaf).
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
