@@ -28,7 +28,7 @@ from chunkforge.errors import ArgumentError  # noqa: E402
 from chunkforge.index import Index  # noqa: E402
 from chunkforge.index import store_query as store_module  # noqa: E402
 from chunkforge.index.fusion import BM25_POOL  # noqa: E402
-from chunkforge.index.store import StoreIndex, write_store  # noqa: E402
+from chunkforge.index.store import StoreError, StoreIndex, write_store  # noqa: E402
 
 from conftest import corpus  # noqa: E402
 
@@ -477,8 +477,6 @@ def test_cli_embed_docs_index_lancedb_then_query(tmp_path, capsys, model_cache):
 def test_a_damaged_full_text_index_is_an_error_not_dense_only_search(job, encoder, tmp_path):
     """The store's BM25 half swallowed every error, so a damaged full-text index silently
     turned the store into dense-only search. Now it is a StoreError naming the store and table."""
-    from chunkforge.index.store import StoreError
-
     store = tmp_path / "store.lancedb"
     shutil.copytree(job / "store.lancedb", store)
     for part in (store / "parents.lance" / "_indices").rglob("*invert*"):
@@ -598,6 +596,34 @@ def test_each_commit_gets_a_side_that_answers_as_lancedb(job, encoder, tmp_path)
         damaged = Index.open(store, encoder)
     lancedb = Index.open(store, encoder, side=False)
     assert damaged._now.side is None and spans(damaged.query(QUESTIONS[0])) == spans(lancedb.query(QUESTIONS[0]))
+
+
+@pytest.mark.parametrize("headings", ["[[", '{"a": 1}', None])
+def test_a_document_whose_headings_are_damaged_is_a_store_error(job, encoder, tmp_path, headings):
+    """A hit document's headings are read natively from the side's copy of the docs table: a
+    cell that is not a JSON array of heading paths, or a null one, is a StoreError naming the
+    store and the document (the service's 503), not a Python TypeError."""
+    import shutil
+
+    import pyarrow as pa
+
+    from chunkforge.index.store_side import side_folder
+
+    store = tmp_path / "store"
+    shutil.copytree(job / "store.lancedb", store)
+    path = side_folder(store, Index.open(store, encoder).version) / "docs.arrow"
+    with pa.OSFile(str(path)) as f:
+        reader = pa.ipc.open_file(f)
+        schema, batches = reader.schema, [reader.get_batch(i) for i in range(reader.num_record_batches)]
+    at = schema.get_field_index("headings")
+    damaged = [b.set_column(at, schema.field(at), pa.array([headings] * b.num_rows, pa.string())) for b in batches]
+    with pa.OSFile(str(path), "wb") as f, pa.ipc.new_file(f, schema) as writer:
+        for batch in damaged:
+            writer.write_batch(batch)
+    index = Index.open(store, encoder)
+    assert index._now.side is not None
+    with pytest.raises(StoreError, match=rf"{re.escape(str(store))}.*docs table: .*document .*headings"):
+        index.query("how do I install it?")
 
 
 def test_side_scores_as_bm25(tmp_path):

@@ -61,7 +61,7 @@ pub struct Doc {
     /// The sentences of each leaf.
     pub(super) leaf_sentences: Vec<LeafSentences>,
     /// Each leaf's [`Doc::margins`], [`NONE`]s for a leaf with whitespace at an end
-    /// (none, in trees built here).
+    /// (none, in trees built here); taken by [`super::Store::add`].
     pub(super) leaf_margins: Vec<(u32, u32)>,
     /// The heading path of each section.
     headings: Vec<Vec<String>>,

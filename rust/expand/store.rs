@@ -67,7 +67,7 @@ impl Store {
     /// Adds a document whose leaves get `labels`; returns its slot (a free one
     /// when a removed document left one, so that the slots stay as many as the
     /// documents held at once).
-    pub fn add(&mut self, doc: Doc, labels: &[u64]) -> Result<usize> {
+    pub fn add(&mut self, mut doc: Doc, labels: &[u64]) -> Result<usize> {
         if labels.len() != doc.leaves.len() {
             return Err(input!("{} labels for {} leaves", labels.len(), doc.leaves.len()));
         }
@@ -77,6 +77,7 @@ impl Store {
             }
         }
         let slot = self.free.last().copied().unwrap_or(self.docs.len() as u32);
+        let leaf_margins = std::mem::take(&mut doc.leaf_margins); // kept in the labels' rows
         for (i, &l) in labels.iter().enumerate() {
             let l = l as usize;
             if l >= self.labels.len() {
@@ -87,7 +88,7 @@ impl Store {
             let (start, end, parent, section, tokens) = (n.start, n.end, n.parent, n.section, n.tokens);
             let words = (n.edges.0.word, n.edges.1.word);
             let cum = if Edge::between(n.edges.0, n.edges.1).is_some() { n.edges.0.cum } else { NONE };
-            let (margins, sentences) = (doc.leaf_margins[i], doc.leaf_sentences[i]);
+            let (margins, sentences) = (leaf_margins[i], doc.leaf_sentences[i]);
             self.labels[l] = LeafRef { slot, node, parent, section, start, end, words, cum, sentences, tokens, margins };
         }
         let entry = Some((doc, labels.into()));

@@ -372,7 +372,11 @@ impl Expander {
                 })
                 .collect()
         });
-        let docs = docs.into_iter().enumerate().map(|(i, d)| d.map_err(|e| e.at(format_args!("document {i}")))).collect::<Result<_>>()?;
+        let docs = docs
+            .into_iter()
+            .enumerate()
+            .map(|(i, d)| d.map_err(|e| e.at(format_args!("document {i} ({})", doc_ids[i]))))
+            .collect::<Result<_>>()?;
         self.add(py, docs, &labels, doc_ids, texts)
     }
 

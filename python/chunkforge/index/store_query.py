@@ -413,7 +413,7 @@ class StoreIndex:
         """The cached entries of those of ``doc_ids`` the store holds; the lock is held."""
         try:
             return at.load(doc_ids, self.uri)
-        except (OSError, RuntimeError) as exc:
+        except (OSError, RuntimeError, InputError) as exc:  # InputError: a damaged row
             raise StoreError(f"the store {self.uri} cannot be read ({DOCS} table: {exc}); write it again") from exc
 
     def document(self, doc_id: str) -> str:
@@ -510,11 +510,14 @@ class StoreIndex:
         """:meth:`_taken` of ``rows``; while their vectors are read (a wait on the disk at 10M
         leaves), the documents ``likely()`` names (the hits' as the leaves' int8 cosines rank
         them) are read into the cache, so the hits find them there but for a leaf the
-        rescoring moves across the ``k``-th place."""
+        rescoring moves across the ``k``-th place (its document is read after them, so its
+        slot, which orders passages of equal scores, comes after theirs, as a document read by
+        an earlier question may)."""
         reading = _submit(self._taken(at, rows, vector))
         try:
+            names = likely()
             with at.lock:
-                self._entries(at, likely())
+                self._entries(at, names)
         except BaseException:
             reading.cancel()
             raise

@@ -297,8 +297,8 @@ def read_rows(table: pa.Table, where: str) -> list[SavedRow]:
     for i, doc_id in enumerate(cols["doc_id"]):
         try:
             nodes, leaves, sentences = (lists[name][i] for name in ("nodes", "leaves", "sentences"))
-            if nodes is None or leaves is None or sentences is None:
-                raise ValueError("a null tree column")
+            if nodes is None or leaves is None or sentences is None or cols["headings"][i] is None:
+                raise ValueError("a null tree column (nodes, leaves, sentences or headings)")
             metadata = json.loads(cols["metadata"][i])
             row = SavedRow(
                 doc_id,
