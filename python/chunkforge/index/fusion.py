@@ -31,3 +31,37 @@ def fuse(
         w_bm25 * lexical / top_bm25 if top_bm25 > 0 else zeros
     )
     return np.lexsort((tie, -fused)), fused
+
+
+def top_leaves(
+    dense: dict[tuple[str, int], tuple[int, float]],
+    bm25: dict[tuple[str, int], float],
+    weights: tuple[float, float],
+    k: int,
+) -> tuple[list[tuple[tuple[str, int], float]], float]:
+    """The store's ranking: the ``k`` best of the leaves ``dense`` (``(doc_id, leaf) ->
+    (passage, cosine)``) by :func:`fuse` of their cosines and their parents' ``bm25`` scores
+    (``(doc_id, passage) -> score``), best first, and the best cosine among them (0 for none).
+
+    >>> top_leaves({("a", 0): (0, 0.8), ("b", 2): (1, 0.4)}, {("b", 1): 6.0}, (1.0, 1.0), 1)
+    ([(('b', 2), 1.5)], 0.4)
+    """
+    keys = list(dense)
+    if not keys:
+        return [], 0.0
+    cos = np.array([dense[key][1] for key in keys], np.float64)
+    lexical = np.array([bm25.get((key[0], dense[key][0]), 0.0) for key in keys], np.float64)
+    tie = np.empty(len(keys), np.int64)  # equal scores (leaves of equal text) by (doc_id, leaf)
+    tie[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
+    order, fused = fuse(cos, lexical, weights, tie)
+    top = order[:k]
+    return [(keys[i], float(fused[i])) for i in top.tolist()], float(cos[top].max())
+
+
+def pooled_with(
+    dense: dict[tuple[str, int], tuple[int, float]], lexical: dict[tuple[str, int], tuple[int, float]]
+) -> None:
+    """Adds the leaves of the best BM25 parents to the nearest ones: a leaf both searches found
+    keeps its nearest-search cosine."""
+    for key, value in lexical.items():
+        dense.setdefault(key, value)

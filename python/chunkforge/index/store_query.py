@@ -25,7 +25,7 @@ from . import expansion
 from .bm25 import BM25
 from .expansion import LeafLayout, abstains, check_floor, leaf_labels
 from .filters import TAGS_VERSION, Filter, sql_quote
-from .fusion import BM25_POOL, DENSE_POOL, fuse
+from .fusion import BM25_POOL, DENSE_POOL, pooled_with, top_leaves
 from .options import ExpandOptions, search_filter, spells_search_keywords, split_keywords
 from .payload import DocumentTree, Hit, Payload
 from .store_side import Side, int8_scores
@@ -117,27 +117,6 @@ def _cosines(
     return {(d, int(leaf)): (int(p), float(c)) for d, leaf, p, c in zip(*keys, cos)}
 
 
-def _fused(
-    dense: dict[tuple[str, int], tuple[int, float]],
-    bm25: dict[tuple[str, int], float],
-    weights: tuple[float, float],
-    k: int,
-) -> tuple[list[tuple[tuple[str, int], float]], float]:
-    """The ``k`` best of the leaves ``dense`` (``(doc_id, leaf) -> (passage, cosine)``) by the
-    fusion of their cosines and their parents' ``bm25`` scores, best first, and the best cosine
-    among them (0 for none)."""
-    keys = list(dense)
-    if not keys:
-        return [], 0.0
-    cos = np.array([dense[key][1] for key in keys], np.float64)
-    lexical = np.array([bm25.get((key[0], dense[key][0]), 0.0) for key in keys], np.float64)
-    tie = np.empty(len(keys), np.int64)  # equal scores (leaves of equal text) by (doc_id, leaf)
-    tie[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
-    order, fused = fuse(cos, lexical, weights, tie)
-    top = order[:k]
-    return [(keys[i], float(fused[i])) for i in top.tolist()], float(cos[top].max())
-
-
 def _vectors(rows: pa.Table) -> np.ndarray:
     """The ``vector`` column of leaf rows as one float32 array."""
     column = rows.column("vector").combine_chunks()
@@ -149,13 +128,6 @@ def _keys(rows: pa.Table) -> tuple[list[str], list[int], list[int]]:
     """The ``doc_id``, ``leaf`` and ``passage`` columns of leaf rows."""
     doc_ids, leaves, passages = (rows.column(name).to_pylist() for name in ("doc_id", "leaf", "passage"))
     return doc_ids, leaves, passages
-
-
-def _merge(dense: dict[tuple[str, int], tuple[int, float]], lexical: dict[tuple[str, int], tuple[int, float]]) -> None:
-    """Adds the leaves of the best BM25 parents to the nearest ones: a leaf both searches found
-    keeps its nearest-search cosine."""
-    for key, value in lexical.items():
-        dense.setdefault(key, value)
 
 
 class _Cached:
@@ -490,16 +462,16 @@ class StoreIndex:
 
             def likely() -> list[str]:
                 guess = side.scored(rows, unit)
-                _merge(guess, pooled)
-                return [doc_id for (doc_id, _), _ in _fused(guess, bm25, self.weights, k)[0]]
+                pooled_with(guess, pooled)
+                return [doc_id for (doc_id, _), _ in top_leaves(guess, bm25, self.weights, k)[0]]
 
             dense = self._rescored(at, rows, vector, likely)
-            _merge(dense, pooled)
+            pooled_with(dense, pooled)
         else:
             dense, bm25 = self._read(self._ranked(at.tables, query, vector, max(k, DENSE_POOL), predicate), PARENTS)
         if not dense:
             return []
-        scored, top = _fused(dense, bm25, self.weights, k)
+        scored, top = top_leaves(dense, bm25, self.weights, k)
         if best is not None:
             best.append(top)
         return self._hits(at, scored)
@@ -543,7 +515,7 @@ class StoreIndex:
         if len(bm25) == _FTS_LIMIT:  # more parents match: score the nearest leaves' parents too
             missing = {(d, passage) for (d, _), (passage, _) in dense.items()} - bm25.keys()
             bm25.update(await self._bm25(tables[PARENTS], query, predicate, among=missing))
-        _merge(dense, lexical_leaves)
+        pooled_with(dense, lexical_leaves)
         return dense, bm25
 
     async def _nearest(
