@@ -98,7 +98,8 @@ impl<'a> Sizer<'a> {
                 }
             }
             h => {
-                let (h, mut hi, mut step) = ((h as usize).min(starts.len()), (h as usize).min(starts.len()), 1);
+                let h = (h as usize).min(starts.len());
+                let (mut hi, mut step) = (h, 1);
                 loop {
                     match h.checked_sub(step) {
                         None => break (0, hi),

@@ -256,12 +256,13 @@ class StoreIndex:
     as :class:`~chunkforge.Index` serves them in memory (same fusion, same packing, same
     filters). Opened at the latest commit; :meth:`reload` moves to a newer one, and a query
     running meanwhile finishes on the commit it started on. Safe to share between threads.
-    ``cache_bytes``: the documents kept read (resident bytes); ``index_cache_bytes``: LanceDB's cache of
-    the index parts read (together with :data:`VECTOR_CACHE_ROWS` vectors, what a query process
-    holds beyond the encoder); ``nprobes`` and ``refine_factor``: the ANN search's (:data:`NPROBES`, :data:`REFINE_FACTOR`); ``side``:
-    search a commit's side indexes (:mod:`~chunkforge.index.store_side`) when it has them, and
-    LanceDB's indexes when filtered or when it has none (``False``: always LanceDB's). A path
-    that holds no store is a FileNotFoundError (nothing is created there).
+    ``cache_bytes``: the documents kept read (resident bytes); ``index_cache_bytes``: LanceDB's
+    cache of the index parts read (together with :data:`VECTOR_CACHE_ROWS` vectors, what a query
+    process holds beyond the encoder); ``nprobes`` and ``refine_factor``: the ANN search's
+    (:data:`NPROBES`, :data:`REFINE_FACTOR`); ``side``: search a commit's side indexes
+    (:mod:`~chunkforge.index.store_side`) when it has them, and LanceDB's indexes when filtered
+    or when it has none (``False``: always LanceDB's). A path that holds no store is a
+    FileNotFoundError (nothing is created there).
 
     A store of two documents, one public and one for staff (in a temporary folder):
 
