@@ -1,7 +1,7 @@
 """Where a query's time goes, the LanceDB store beside the in-memory ``Index`` of the same
 tree dataset, in one run: the question's embedding, LanceDB's searches (nearest leaves,
-full text, the best parents' leaves), reading the hit documents (from the side's copy, or
-LanceDB's docs query without a side) and decoding them, their insertion into the native
+full text, the best parents' leaves), reading the hit sections (from the side's copy; without a
+side, whole documents by LanceDB's docs query) and decoding them, their insertion into the native
 expander, and the rest (fusion, expansion, packing).
 
 The dataset and store are those ``store_growth.py --workdir DIR`` writes (``DIR/d<N>`` and
@@ -25,9 +25,11 @@ from typing import Any
 
 import numpy as np
 
+import chunkforge.index.store_cache as store_cache
 import chunkforge.index.store_query as store
 from chunkforge.encoder import Encoder
 from chunkforge.index import Index
+from chunkforge.index.store_cache import DocumentCache, Key
 
 from store_growth import QUESTIONS, dataset_name, distinct_questions, store_name
 
@@ -55,24 +57,24 @@ def instrument(encoder: Encoder) -> Stages:
     """Wraps the encoder's question embedding, the store's LanceDB searches, its reads of the hit
     documents (LanceDB's docs query, or the side's copy) and their insertion, and its side's
     searches (with a side, "LanceDB: searches" is the wait for the nearest leaves' rows left
-    after the hit documents were read and inserted meanwhile)."""
+    after the hit sections were read and inserted meanwhile)."""
     stages = Stages()
     encoder.embed_query = stages.timed("embed the question", encoder.embed_query)  # type: ignore[method-assign]
     run = store._run
     timed_run = stages.timed("LanceDB: searches", run)
     store._run = lambda query: run(query) if stages.reading else timed_run(query)
-    rows = store._Checkout._rows
+    rows = DocumentCache._rows
 
-    def reading_rows(self: store._Checkout, doc_ids: list[str]) -> Any:
+    def reading_rows(self: DocumentCache, keys: list[Key]) -> Any:
         stages.reading = True
         try:
-            return rows(self, doc_ids)
+            return rows(self, keys)
         finally:
             stages.reading = False
 
-    store._Checkout._rows = stages.timed("read the hit documents", reading_rows)  # type: ignore[method-assign]
-    store.read_rows = stages.timed("read the hit documents", store.read_rows)  # their columns decoded
-    store._Checkout._insert = stages.timed("insert into the expander", store._Checkout._insert)  # type: ignore[method-assign]
+    DocumentCache._rows = stages.timed("read the hit sections", reading_rows)  # type: ignore[method-assign]
+    store_cache.read_rows = stages.timed("read the hit sections", store_cache.read_rows)  # their columns decoded
+    DocumentCache._insert = stages.timed("insert into the expander", DocumentCache._insert)  # type: ignore[method-assign]
     store.Side.ranked = stages.timed("side: graph, BM25, best parents' leaves", store.Side.ranked)  # type: ignore[method-assign]
     return stages
 

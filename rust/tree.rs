@@ -85,6 +85,7 @@ pub fn build(tk: &Tokenizer, text: &str, syntax: Option<Syntax>, cfg: &TreeConfi
         tokens.tokens = None; // the leaves' ids are taken: expansion needs the words only
         let input = DocInput {
             text: text.into(),
+            part: (0, NONE),
             sentences,
             nodes,
             leaves,

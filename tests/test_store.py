@@ -29,6 +29,7 @@ from chunkforge.index import Index  # noqa: E402
 from chunkforge.index import store_query as store_module  # noqa: E402
 from chunkforge.index.fusion import BM25_POOL  # noqa: E402
 from chunkforge.index.store import StoreError, StoreIndex, write_store  # noqa: E402
+from chunkforge.index.store_cache import DocumentCache  # noqa: E402
 
 from conftest import corpus  # noqa: E402
 
@@ -271,20 +272,28 @@ def test_ann_index_finds_each_leaf(job, encoder, tmp_path, kind):
 
 
 def test_document_cache_stays_within_cache_bytes(job, encoder):
-    """Documents read for a search are evicted, least recently used first, down to
-    ``cache_bytes`` (their resident size: text, tokens and trees; a search's own documents
-    stay while it runs); answers do not change."""
-    roomy = Index.open(job / "store.lancedb", encoder)
-    text = max(len(d["text"].encode("utf-8")) for d in records())
-    tight = Index.open(job / "store.lancedb", encoder, cache_bytes=3 * store_module.RESIDENT_PER_TEXT_BYTE * text)
-    for question in QUESTIONS + [d["text"][:200] for d in records()]:
-        hits = tight.search(question, k=2)
-        assert [h.id for h in hits] == [h.id for h in roomy.search(question, k=2)]
-        assert spans(tight.expand(hits, parent=True)) == spans(roomy.expand(roomy.search(question, k=2), parent=True))
-        assert tight._now.cached_bytes <= tight.cache_bytes
-        # the expander's slots are reused: as many as held at once (3, and a search's 2 new ones)
-        assert max(entry.slot for entry in tight._now.cache.values()) < 5
-    assert len(tight._now.cache) <= 3 < len(roomy._now.cache)
+    """Documents (with a side, their sections) read for a search are evicted, least recently
+    used first, down to ``cache_bytes`` (their resident size: text, tokens and trees; a
+    search's own stay while it runs); answers do not change."""
+    from chunkforge.index.store_cache import RESIDENT_PER_TEXT_BYTE
+
+    for side in (True, False):
+        roomy = Index.open(job / "store.lancedb", encoder, side=side)
+        text = max(len(d["text"].encode("utf-8")) for d in records())
+        tight = Index.open(job / "store.lancedb", encoder, cache_bytes=3 * RESIDENT_PER_TEXT_BYTE * text, side=side)
+        held = 0
+        for question in QUESTIONS + [d["text"][:200] for d in records()]:
+            hits = tight.search(question, k=2)
+            assert [h.id for h in hits] == [h.id for h in roomy.search(question, k=2)]
+            wide = roomy.expand(roomy.search(question, k=2), parent=True)
+            assert spans(tight.expand(hits, parent=True)) == spans(wide)
+            docs = tight._now.docs
+            assert docs.cached_bytes <= tight.cache_bytes
+            # the expander's slots are reused: as many as held at once (and a search's 2 new ones)
+            assert max(entry.slot for entry in docs.cache.values()) < held + 2
+            held = max(held, len(docs.cache))
+        assert len(tight._now.docs.cache) < len(roomy._now.docs.cache)
+        assert roomy._now.docs.cached_bytes > tight.cache_bytes  # it did evict
 
 
 def test_vector_cache_keeps_the_nearest_leaves_and_changes_no_answer(job, encoder, monkeypatch):
@@ -321,12 +330,12 @@ def test_a_new_question_reads_its_documents_while_its_vectors_are_read(job, enco
 
     inserted: list[list[str]] = []
     done = threading.Event()
-    insert, taken = store_module._Checkout._insert, StoreIndex._taken
+    insert, taken = DocumentCache._insert, StoreIndex._taken
 
-    def recording(self, docs, *args):
-        inserted.append([doc.doc_id for doc in docs])
+    def recording(self, rows, *args):
+        inserted.append(rows.column("doc_id").to_pylist())
         done.set()
-        return insert(self, docs, *args)
+        return insert(self, rows, *args)
 
     async def after_insertion(self, at, rows, vector):
         for _ in range(1000):
@@ -336,7 +345,7 @@ def test_a_new_question_reads_its_documents_while_its_vectors_are_read(job, enco
         assert done.is_set(), "the vectors were waited for before any document was read"
         return await taken(self, at, rows, vector)
 
-    monkeypatch.setattr(store_module._Checkout, "_insert", recording)
+    monkeypatch.setattr(DocumentCache, "_insert", recording)
     monkeypatch.setattr(StoreIndex, "_taken", after_insertion)
     for question in QUESTIONS:
         inserted.clear()
@@ -590,7 +599,7 @@ def test_each_commit_gets_a_side_that_answers_as_lancedb(job, encoder, tmp_path)
     with pytest.warns(UserWarning, match="side format 1"):
         assert Index.open(store, encoder)._now.side is None
     assert write_store(job / "vectors", store) == 3 and Index.open(store, encoder)._now.side is not None
-    docs = side_folder(store, 3) / "docs.arrow"  # a damaged copy of the documents: not read
+    docs = side_folder(store, 3) / "parts.arrow"  # a damaged copy of the documents: not read
     docs.write_bytes(docs.read_bytes()[: docs.stat().st_size // 2])
     with pytest.warns(UserWarning, match="cannot be read"):
         damaged = Index.open(store, encoder)
@@ -598,9 +607,60 @@ def test_each_commit_gets_a_side_that_answers_as_lancedb(job, encoder, tmp_path)
     assert damaged._now.side is None and spans(damaged.query(QUESTIONS[0])) == spans(lancedb.query(QUESTIONS[0]))
 
 
+def payload_view(payload) -> tuple[list[tuple], list[str]]:
+    """What a payload says: its passages (span, size, score, headings, text, hits) and its dropped hits."""
+    passages = [
+        (p.doc_id, p.start, p.end, p.token_count, p.score, p.heading_path, p.text, sorted(h.id for h in p.hits))
+        for p in payload.passages
+    ]
+    return passages, sorted(h.id for h in payload.dropped)
+
+
+EXPANSIONS = [
+    {},
+    {"parent": True},
+    {"window": 2},
+    {"window_tokens": 120},
+    {"auto_merge": 0.2},
+    {"spread": 0.5},
+    {"spread": 0.5, "budget_tokens": 300, "order": "document"},
+    {"window": 1, "budget_tokens": 200, "pack": "stop", "trim": True},
+    {"parent": True, "budget_tokens": 400, "order": "document"},
+]
+
+
+@pytest.mark.parametrize("options", EXPANSIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "none")
+def test_a_side_reads_sections_and_answers_as_whole_documents(job, encoder, options):
+    """With a side, a reader reads the sections of the hits' leaves (each alone, from the side's
+    copy), not their documents: a hit's expansion never leaves its section. Its payloads are
+    those of a reader of whole documents (LanceDB's docs table) and of the in-memory index,
+    under every way of expanding, packing and ordering, spans across sections included."""
+    from chunkforge.index.options import ExpandOptions
+
+    sided, plain = Index.open(job / "store.lancedb", encoder), Index.open(job / "store.lancedb", encoder, side=False)
+    memory = Index.from_dataset(job / "vectors", encoder)
+    side = sided._now.side
+    assert side.part_ptr[-1] > 2 * len(side.doc_ids)  # documents of several sections
+    for question in QUESTIONS:
+        hits = sided.search(question, k=12)
+        a = sided.expand(hits, **options)
+        assert a.passages and payload_view(a) == payload_view(plain.expand(hits, **options))
+        assert payload_view(a) == payload_view(memory.expand(hits, **options))
+        asked = sided.query(question, k=12, floor=None, **options)
+        assert payload_view(asked) == payload_view(plain.expand(hits, ExpandOptions.recommended(None, **options)))
+    for d in records()[:4]:
+        spans = [(d["id"], 0, len(d["text"]), 1.0), (d["id"], len(d["text"]) // 3, len(d["text"]) // 2, 2.0)]
+        assert payload_view(sided.expand(spans, **options)) == payload_view(plain.expand(spans, **options))
+    held = sided._now.docs.cache.values()
+    assert all(isinstance(key, int) for key in sided._now.docs.cache)
+    read = sum(len(e.starts) for e in held)
+    whole = sum(len(plain._now.docs.cache[e.doc_id].starts) for e in held if e.doc_id in plain._now.docs.cache)
+    assert 0 < read < whole  # fewer leaves read than the documents hold
+
+
 @pytest.mark.parametrize("headings", ["[[", '{"a": 1}', None])
 def test_a_document_whose_headings_are_damaged_is_a_store_error(job, encoder, tmp_path, headings):
-    """A hit document's headings are read natively from the side's copy of the docs table: a
+    """A hit section's headings are read natively from the side's copy of the docs table: a
     cell that is not a JSON array of heading paths, or a null one, is a StoreError naming the
     store and the document (the service's 503), not a Python TypeError."""
     import shutil
@@ -611,7 +671,7 @@ def test_a_document_whose_headings_are_damaged_is_a_store_error(job, encoder, tm
 
     store = tmp_path / "store"
     shutil.copytree(job / "store.lancedb", store)
-    path = side_folder(store, Index.open(store, encoder).version) / "docs.arrow"
+    path = side_folder(store, Index.open(store, encoder).version) / "parts.arrow"
     with pa.OSFile(str(path)) as f:
         reader = pa.ipc.open_file(f)
         schema, batches = reader.schema, [reader.get_batch(i) for i in range(reader.num_record_batches)]

@@ -247,11 +247,16 @@ class Expander(Generic[_T, _P, _Q]):
         doc_ids: list[str],
         headings: Sequence[list[list[str]] | str],
         words: Sequence[bytes | None] | None = None,
+        parts: Sequence[tuple[int, int]] | None = None,
     ) -> list[int]:
         """Adds saved trees (``nodes`` ``(m, 4)`` without levels, ``sentences`` ``(n, 3)``,
         ``headings`` each section's heading path, or them as a JSON array as a docs table holds
         them), each text tokenized in parallel unless its ``words`` (:meth:`Tokenizer.words`)
-        were saved with it; returns their slots.
+        were saved with it; returns their slots. With ``parts``, text ``i`` is a part of a
+        document (a section, as a store's reader reads it): ``parts[i]`` is ``(base, group)``,
+        the text is the document's from code point ``base`` on, the offsets are the
+        document's, and the parts of one document share a ``group`` (passages in document
+        order keep them together).
 
         Raises:
             InputError: a tree or a text's words do not fit its text."""

@@ -49,9 +49,16 @@ pub(super) struct LeafSentences {
     pub(super) hi: u32,
 }
 
-/// A document's text, tokenization and structure (all offsets in code points).
+/// A document's text, tokenization and structure (all offsets in code points, the
+/// whole document's): the whole document, or a part of it (one section, as a
+/// store's reader adds it: `text` is the document's from code point `base` on).
 pub struct Doc {
     text: String,
+    /// The code point of the document at which `text` starts (0 for a whole document).
+    pub(super) base: u32,
+    /// The document a part belongs to, shared by its other parts ([`NONE`]: a whole
+    /// document, its own).
+    pub(super) group: u32,
     pub(super) tokens: DocTokens,
     offsets: CharOffsets,
     pub(super) sentences: Vec<Sentence>,
@@ -77,6 +84,9 @@ pub struct Doc {
 pub struct DocInput<'a> {
     /// Borrowed text is copied; owned text is kept.
     pub text: Cow<'a, str>,
+    /// Where `text` starts in its document (code points; 0: the whole document) and
+    /// the document a part belongs to ([`NONE`] for a whole one): see [`Doc`].
+    pub part: (u32, u32),
     /// `(start, end, section)` per sentence, sorted, non-overlapping.
     pub sentences: Vec<(u32, u32, u32)>,
     /// `(start, end, parent, section)` per node; a parent comes before its children.
@@ -93,18 +103,19 @@ impl Doc {
     pub fn new(tk: &Tokenizer, input: DocInput<'_>, tokens: Option<DocTokens>) -> Result<Doc> {
         let text = input.text.into_owned();
         let offsets = CharOffsets::new(&text);
-        let chars = offsets.chars() as u32;
-        let mut prev_end = 0;
+        let (base, group) = input.part;
+        let chars = base.checked_add(offsets.chars() as u32).ok_or_else(|| input!("base {base} is past the largest offset"))?;
+        let mut prev_end = base;
         for (i, &(s, e, _)) in input.sentences.iter().enumerate() {
             if s > e || e > chars || s < prev_end {
-                return Err(input!("sentence {i} ({s}, {e}) is out of order or outside the text (0..{chars})"));
+                return Err(input!("sentence {i} ({s}, {e}) is out of order or outside the text ({base}..{chars})"));
             }
             prev_end = e;
         }
         let mut nodes = Vec::with_capacity(input.nodes.len());
         for (i, &(start, end, parent, section)) in input.nodes.iter().enumerate() {
-            if start > end || end > chars {
-                return Err(input!("node {i} ({start}, {end}) is not within the text (0..{chars})"));
+            if start < base || start > end || end > chars {
+                return Err(input!("node {i} ({start}, {end}) is not within the text ({base}..{chars})"));
             }
             if parent != NONE && parent as usize >= i {
                 return Err(input!("node {i}: parent {parent} must come before it"));
@@ -163,6 +174,8 @@ impl Doc {
         }
         let mut doc = Doc {
             text,
+            base,
+            group,
             tokens,
             offsets,
             sentences: input.sentences.iter().map(|&(start, end, _)| Sentence { start, end, edges: (Edge::UNKNOWN, Edge::UNKNOWN) }).collect(),
@@ -199,6 +212,11 @@ impl Doc {
         Ok(doc)
     }
 
+    /// The code point of its document at which its text starts (0 for a whole document).
+    pub fn base(&self) -> u32 {
+        self.base
+    }
+
     /// The heading path of each section.
     pub fn headings(&self) -> &[Vec<String>] {
         &self.headings
@@ -233,8 +251,9 @@ impl Doc {
         Sizer::new(tk, &self.text, &self.tokens, cache)
     }
 
+    /// The byte offset in `text` of the document's code point `i`.
     pub(super) fn byte(&self, i: u32) -> usize {
-        self.offsets.byte(&self.text, i as usize)
+        self.offsets.byte(&self.text, (i - self.base) as usize)
     }
 
     /// True when `text[s..e]` (code points) is whitespace only (a gap longer than
@@ -248,6 +267,8 @@ impl Doc {
     /// (code points): a span ending in `[m.0, s]` touches `[s, e)`, as does one
     /// starting in `[e, m.1]`.
     pub(super) fn margins(&self, s: u32, e: u32) -> (u32, u32) {
+        // a part's margins stop at its text's ends, its section's: only units of one section
+        // are asked whether they touch, and the section's own whitespace is all in the text
         let before = self.text[..self.byte(s)].chars().rev().take_while(|c| c.is_whitespace()).count() as u32;
         let after = self.text[self.byte(e)..].chars().take_while(|c| c.is_whitespace()).count() as u32;
         (s - before, e + after)
@@ -315,7 +336,7 @@ mod tests {
     fn margins_say_what_blank_says() {
         let tk = tokenizer();
         let text = "  One.\n\n\tTwo.  Three.é  ";
-        let doc = Doc::new(&tk, DocInput { text: text.into(), sentences: vec![], nodes: vec![], leaves: vec![], headings: vec![] }, None).unwrap();
+        let doc = Doc::new(&tk, DocInput { text: text.into(), part: (0, NONE), sentences: vec![], nodes: vec![], leaves: vec![], headings: vec![] }, None).unwrap();
         let chars = text.chars().count() as u32;
         assert!(doc.blank(6, 9) && !doc.blank(6, 10));
         assert_eq!(doc.longest_blank.get(), Some(&3));

@@ -209,17 +209,29 @@ impl Store {
                 None => Payload { passages: self.merge(units, tk, cache), dropped: vec![] },
                 Some(budget) => self.pack(units, hits, budget, p, tk, cache),
             };
-            // passages of a document are disjoint: (doc, start) tells any two apart, no stable sort needed
-            out.passages.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then((a.doc, a.start).cmp(&(b.doc, b.start))));
+            // passages of a document are disjoint: (document, start) tells any two apart, no stable sort needed
+            out.passages.sort_unstable_by(|a, b| {
+                b.score.total_cmp(&a.score).then((self.document(a.doc), a.start).cmp(&(self.document(b.doc), b.start)))
+            });
             if p.order == Order::Document {
-                let mut rank: FxHashMap<u32, usize> = FxHashMap::default();
+                let mut rank: FxHashMap<(bool, u32), usize> = FxHashMap::default();
                 for (i, passage) in out.passages.iter().enumerate() {
-                    rank.entry(passage.doc).or_insert(i);
+                    rank.entry(self.document(passage.doc)).or_insert(i);
                 }
-                out.passages.sort_unstable_by_key(|x| (rank[&x.doc], x.start));
+                out.passages.sort_unstable_by_key(|x| (rank[&self.document(x.doc)], x.start));
             }
             Ok(out)
         })
+    }
+
+    /// What orders the document in `slot` among the others: its slot, or the group of
+    /// the document it is a part of (the parts of one document, its sections as a store's
+    /// reader adds them, are one document, whichever order they were added in).
+    fn document(&self, slot: u32) -> (bool, u32) {
+        match self.doc_of(slot).group {
+            NONE => (false, slot),
+            group => (true, group),
+        }
     }
 
     /// One unit per distinct hit leaf (a leaf hit twice keeps its best score).
@@ -475,7 +487,7 @@ mod tests {
             (sp(2).0, sp(2).1, 2, 0),
             (sp(3).0, sp(3).1, 2, 0),
         ];
-        Doc::new(tk, DocInput { text: text.into(), sentences, nodes, leaves: vec![3, 4, 5, 6], headings: vec![vec![], vec![]] }, None).unwrap()
+        Doc::new(tk, DocInput { text: text.into(), part: (0, NONE), sentences, nodes, leaves: vec![3, 4, 5, 6], headings: vec![vec![], vec![]] }, None).unwrap()
     }
 
     #[test]
@@ -525,7 +537,7 @@ mod tests {
             s += part.len();
         }
         let spans: Vec<(u32, u32)> = sentences.iter().map(|x| (x.0, x.1)).collect();
-        let doc = Doc::new(tk, DocInput { text: text.into(), sentences, nodes, leaves: vec![1, 2, 3, 4, 5], headings: vec![vec![], vec![]] }, None).unwrap();
+        let doc = Doc::new(tk, DocInput { text: text.into(), part: (0, NONE), sentences, nodes, leaves: vec![1, 2, 3, 4, 5], headings: vec![vec![], vec![]] }, None).unwrap();
         let mut st = Store::default();
         st.add(doc, &[0, 1, 2, 3, 4]).unwrap();
         (st, spans)
@@ -562,4 +574,59 @@ mod tests {
         assert_eq!(span(1, 1), (spans[1].0, spans[1].1, 3)); // a leaf over the limit stays as it is
     }
 
+    #[test]
+    fn a_documents_sections_added_as_parts_expand_as_the_whole_document() {
+        let tk = tokenizer();
+        let text = "S zero. S one.\n\nS two. S three. S four.";
+        let words = ["S zero.", "S one.", "S two.", "S three.", "S four."];
+        let sentences: Vec<(u32, u32, u32)> = words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (text.find(w).unwrap() as u32, (text.find(w).unwrap() + w.len()) as u32, u32::from(i >= 2)))
+            .collect();
+        let (one, two) = ((sentences[0].0, sentences[1].1), (sentences[2].0, sentences[4].1));
+        let leaf = |x: &(u32, u32, u32), parent: u32| (x.0, x.1, parent, x.2);
+        let mut nodes = vec![(one.0, one.1, NONE, 0), leaf(&sentences[0], 0), leaf(&sentences[1], 0)];
+        nodes.extend([(two.0, two.1, NONE, 1), leaf(&sentences[2], 3), leaf(&sentences[3], 3), leaf(&sentences[4], 3)]);
+        let headings = vec![vec!["One".to_string()], vec!["Two".to_string()]];
+        let whole = DocInput { text: text.into(), part: (0, NONE), sentences: sentences.clone(), nodes: nodes.clone(), leaves: vec![1, 2, 4, 5, 6], headings: headings.clone() };
+        let mut st = Store::default();
+        st.add(Doc::new(&tk, whole, None).unwrap(), &[0, 1, 2, 3, 4]).unwrap();
+        // the second section, then the first, as a reader adds them: offsets the document's, in one group
+        let second = DocInput {
+            text: text[two.0 as usize..].into(),
+            part: (two.0, 7),
+            sentences: sentences[2..].iter().map(|x| (x.0, x.1, 0)).collect(),
+            nodes: nodes[3..].iter().map(|n| (n.0, n.1, if n.2 == NONE { NONE } else { 0 }, 0)).collect(),
+            leaves: vec![1, 2, 3],
+            headings: vec![headings[1].clone()],
+        };
+        let first = DocInput {
+            text: text[..one.1 as usize].into(),
+            part: (0, 7),
+            sentences: sentences[..2].to_vec(),
+            nodes: nodes[..3].to_vec(),
+            leaves: vec![1, 2],
+            headings: vec![headings[0].clone()],
+        };
+        let mut parts = Store::default();
+        parts.add(Doc::new(&tk, second, None).unwrap(), &[12, 13, 14]).unwrap();
+        parts.add(Doc::new(&tk, first, None).unwrap(), &[10, 11]).unwrap();
+        let asked = [
+            Params { window: Some(5), ..Default::default() },
+            Params { window_tokens: Some(7), ..Default::default() },
+            Params { parent: true, ..Default::default() },
+            Params { window: Some(1), budget: Some(9), order: Order::Document, ..Default::default() },
+        ];
+        for p in &asked {
+            let a = st.expand(&tk, &[(3, 0.9), (0, 0.5), (4, 0.5)], p).unwrap();
+            let b = parts.expand(&tk, &[(13, 0.9), (10, 0.5), (14, 0.5)], p).unwrap();
+            let spans = |out: &Payload| out.passages.iter().map(|x| (x.start, x.end, x.tokens, x.score, x.hits.to_vec())).collect::<Vec<_>>();
+            assert_eq!(spans(&a), spans(&b), "{p:?}");
+            assert_eq!(a.dropped, b.dropped);
+            assert!(a.passages.iter().all(|x| x.start >= two.0 || x.end <= one.1)); // no passage crosses a section
+        }
+        let bad = DocInput { text: "S two.".into(), part: (two.0, 7), sentences: vec![(0, 6, 0)], nodes: vec![], leaves: vec![], headings: vec![vec![]] };
+        assert!(Doc::new(&tk, bad, None).is_err()); // a sentence before the part's text
+    }
 }

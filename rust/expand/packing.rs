@@ -55,7 +55,8 @@ impl Store {
         let mut order: Vec<(f64, u32)> = units.iter().enumerate().map(|(i, u)| (best(u), i as u32)).collect();
         order.sort_unstable_by(|&(x, i), &(y, j)| {
             let (a, b) = (&units[i as usize], &units[j as usize]);
-            y.total_cmp(&x).then((a.doc, a.start, std::cmp::Reverse(a.end)).cmp(&(b.doc, b.start, std::cmp::Reverse(b.end))))
+            let (da, db) = (self.document(a.doc), self.document(b.doc));
+            y.total_cmp(&x).then((da, a.start, std::cmp::Reverse(a.end)).cmp(&(db, b.start, std::cmp::Reverse(b.end))))
         });
         let mut packer = Packer {
             store: self,

@@ -17,6 +17,7 @@ use super::tokenizer::Tokenizer;
 use super::tree::DocTree;
 use crate::error::{input, Error, Result};
 use crate::expand::{self, Doc, DocInput, Order, Pack, Params, Store, SPREAD_REACH};
+use crate::spans::NONE;
 use crate::structure::Syntax;
 use crate::threads::parallel_map;
 use crate::tokenizer::DocTokens;
@@ -124,11 +125,13 @@ struct Docs {
 struct PyDoc {
     id: Py<PyString>,
     text: Py<PyString>,
+    /// Where `text` starts in the document (code points; not 0 for a part of one).
+    base: u32,
     headings: Vec<Py<PyTuple>>,
 }
 
-/// A document's id and text and a section's heading path, held apart from the lock.
-type DocRefs = (Py<PyString>, Py<PyString>, Py<PyTuple>);
+/// A document's id, text and its text's start, and a section's heading path, held apart from the lock.
+type DocRefs = (Py<PyString>, Py<PyString>, u32, Py<PyTuple>);
 
 type SavedTree<'py> = (Bound<'py, PyArray2<i64>>, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray2<i64>>, Vec<Vec<String>>);
 
@@ -137,10 +140,10 @@ fn no_document(slot: impl std::fmt::Display) -> Error {
 }
 
 impl Docs {
-    /// The id and text of the document in `slot` and the heading path of its `section`.
+    /// The id, text and base of the document in `slot` and the heading path of its `section`.
     fn refs(&self, py: Python<'_>, slot: u32, section: u32) -> Result<DocRefs> {
         let doc = self.py_docs.get(slot as usize).and_then(Option::as_ref).ok_or_else(|| no_document(slot))?;
-        Ok((doc.id.clone_ref(py), doc.text.clone_ref(py), doc.headings[section as usize].clone_ref(py)))
+        Ok((doc.id.clone_ref(py), doc.text.clone_ref(py), doc.base, doc.headings[section as usize].clone_ref(py)))
     }
 
     /// The document in `slot`.
@@ -222,7 +225,7 @@ impl Expander {
         let mut py_docs = Vec::with_capacity(docs.len());
         for ((doc, id), text) in docs.iter().zip(doc_ids).zip(texts) {
             let headings = doc.headings().iter().map(|h| PyTuple::new(py, h).map(Bound::unbind)).collect::<PyResult<Vec<_>>>()?;
-            py_docs.push(PyDoc { id: id.unbind(), text: text.unbind(), headings });
+            py_docs.push(PyDoc { id: id.unbind(), text: text.unbind(), base: doc.base(), headings });
         }
         let mut held = self.write(py);
         let mut slots = vec![];
@@ -318,10 +321,13 @@ impl Expander {
     /// first, leaf node indices, the leaves' labels, its id and the heading path
     /// of each section (or them as a JSON array, as a docs table holds them: read
     /// in parallel); and, when saved with it, its words (the bytes `Tokenizer.words`
-    /// of this expander's tokenizer made; None: the text is tokenized here). Returns the
-    /// documents' slots.
+    /// of this expander's tokenizer made; None: the text is tokenized here). With `parts`,
+    /// document `i` is a part of one (its sections, as a store's reader adds them):
+    /// `parts[i]` is `(base, group)`, its text is the document's from code point `base`
+    /// on, every offset given is the document's, and the parts of one document share a
+    /// `group`. Returns the documents' slots.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (texts, sentences, nodes, leaves, labels, doc_ids, headings, words=None))]
+    #[pyo3(signature = (texts, sentences, nodes, leaves, labels, doc_ids, headings, words=None, parts=None))]
     fn add_docs(
         &self,
         py: Python<'_>,
@@ -333,12 +339,16 @@ impl Expander {
         doc_ids: Vec<Bound<'_, PyString>>,
         headings: Vec<Headings>,
         mut words: Option<Vec<Option<PyBackedBytes>>>,
+        parts: Option<Vec<(u32, u32)>>,
     ) -> PyResult<Vec<usize>> {
         let n = texts.len();
         if [sentences.len(), nodes.len(), leaves.len(), labels.len(), doc_ids.len(), headings.len()].iter().any(|&m| m != n)
             || words.as_ref().is_some_and(|w| w.len() != n)
+            || parts.as_ref().is_some_and(|p| p.len() != n)
         {
-            return Err(input!("texts, sentences, nodes, leaves, labels, doc_ids, headings and words must have the same length").into());
+            return Err(
+                input!("texts, sentences, nodes, leaves, labels, doc_ids, headings, words and parts must have the same length").into()
+            );
         }
         let mut inputs = Vec::with_capacity(n);
         for i in 0..n {
@@ -346,14 +356,18 @@ impl Expander {
             let tree = index_rows::<4>(&nodes[i], &format!("nodes[{i}]"))?;
             let saved = words.as_mut().and_then(|w| w[i].take());
             // borrowed: each text is copied in parallel, by `Doc::new`
-            inputs.push((texts[i].to_str()?, sents, tree, leaves[i].clone(), saved));
+            let part = parts.as_ref().map_or((0, NONE), |p| p[i]);
+            if part.1 == NONE && part.0 != 0 {
+                return Err(input!("parts[{i}]: a part of a document needs a group below {NONE}").into());
+            }
+            inputs.push((texts[i].to_str()?, sents, tree, leaves[i].clone(), saved, part));
         }
         let tk = &self.tk;
         let docs: Vec<Result<Doc>> = py.detach(|| {
             inputs
                 .into_par_iter()
                 .zip(headings)
-                .map(|((text, sents, tree, leaves, saved), headings)| {
+                .map(|((text, sents, tree, leaves, saved, part), headings)| {
                     let headings = match headings {
                         Headings::Paths(paths) => paths,
                         Headings::Json(json) => {
@@ -363,6 +377,7 @@ impl Expander {
                     let tokens = saved.map(|w| DocTokens::from_saved(text, &w)).transpose()?;
                     let input = DocInput {
                         text: text.into(),
+                        part,
                         sentences: sents.into_iter().map(|r| (r[0], r[1], r[2])).collect(),
                         nodes: tree.into_iter().map(|r| (r[0], r[1], r[2], r[3])).collect(),
                         leaves,
@@ -412,7 +427,7 @@ impl Expander {
                 .collect::<Result<_>>()?
         };
         let out = PyList::empty(py);
-        for ((&label, &score), ((start, end), (doc_id, text, heading))) in labels.iter().zip(&scores).zip(leaves) {
+        for ((&label, &score), ((start, end), (doc_id, text, base, heading))) in labels.iter().zip(&scores).zip(leaves) {
             let (doc_id, text) = (doc_id.into_bound(py), text.into_bound(py));
             let id = tree::node_id(&surrogatepass_utf8(&doc_id)?, start.into(), end.into(), level);
             let values: [Bound<'py, PyAny>; 8] = [
@@ -420,7 +435,7 @@ impl Expander {
                 start.into_pyobject(py)?.into_any(),
                 end.into_pyobject(py)?.into_any(),
                 score.into_pyobject(py)?.into_any(),
-                text.get_item(PySlice::new(py, start as isize, end as isize, 1))?,
+                text.get_item(PySlice::new(py, (start - base) as isize, (end - base) as isize, 1))?,
                 heading.into_bound(py).into_any(),
                 PyString::new(py, &id).into_any(),
                 label.into_pyobject(py)?.into_any(),
@@ -466,7 +481,8 @@ impl Expander {
 
     /// Expands hits (an iterable of objects with a `leaf` label and a `score`, mostly of
     /// the hit type) into passages (named tuples `(doc_id, start, end, token_count,
-    /// score, heading_path, hits, document)`, whose `hits` are the hits they cover), as
+    /// score, heading_path, hits, document, document_start)`, whose `hits` are the hits
+    /// they cover and whose `document` is the text from code point `document_start`), as
     /// `options` say (an `ExpandOptions`, read by attribute); with `spread`, the hits
     /// go on as the leaves they reach (see [`Self::spread`]), new hits whose ids are
     /// those of tree `level`. Returns a payload (a named tuple): `(passages, dropped hits)`.
@@ -521,7 +537,7 @@ impl Expander {
         let new_tuple = py.get_type::<PyTuple>().getattr(intern!(py, "__new__"))?;
         let (passage_type, payload_type) = (self.types.passage.bind(py), self.types.payload.bind(py));
         let passages = PyList::empty(py);
-        for (p, (doc_id, text, heading)) in payload.passages.into_iter().zip(refs) {
+        for (p, (doc_id, text, base, heading)) in payload.passages.into_iter().zip(refs) {
             let covered = PyTuple::new(py, p.hits.iter().map(|&i| &hits[i as usize]))?;
             let row = [
                 doc_id.into_bound(py).into_any(),
@@ -532,6 +548,7 @@ impl Expander {
                 heading.into_bound(py).into_any(),
                 covered.into_any(),
                 text.into_bound(py).into_any(),
+                base.into_pyobject(py)?.into_any(),
             ];
             passages.append(new_tuple.call1((passage_type, PyTuple::new(py, row)?))?)?;
         }

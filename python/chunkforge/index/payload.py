@@ -30,9 +30,10 @@ class Hit:
 
 class Passage(NamedTuple):
     """A span of one document to hand the generator: ``token_count`` is the exact
-    size of ``text == document[start:end]``, ``score`` the best of the ``hits`` it
-    covers. A named tuple made by native code; ``document`` is the whole text of
-    the document (shared, not copied), ``text`` is sliced from it when read.
+    size of its ``text``, ``score`` the best of the ``hits`` it covers. A named tuple
+    made by native code; ``document`` is the text of the document from code point
+    ``document_start`` on (shared, not copied: the whole text, or the passage's
+    section where a store read only that), ``text`` is sliced from it when read.
 
     >>> p = Passage("a.md", 0, 5, 1, 1.0, ("Intro",), (), "Hello, world")
     >>> p.text, p
@@ -47,11 +48,12 @@ class Passage(NamedTuple):
     heading_path: tuple[str, ...]
     hits: tuple[Hit, ...]
     document: str
+    document_start: int = 0
 
     @property
     def text(self) -> str:
-        """The passage's text, ``document[start:end]``."""
-        return self.document[self.start : self.end]
+        """The passage's text: the document's ``[start:end]``."""
+        return self.document[self.start - self.document_start : self.end - self.document_start]
 
     def __repr__(self) -> str:
         text = self.text if self.end - self.start <= 60 else self.text[:57] + "..."

@@ -55,14 +55,8 @@ The bulk job's tree dataset (``vectors``) into a store, then queried (in a tempo
 
 from __future__ import annotations
 
-from .store_query import (
-    CACHE_BYTES,
-    INDEX_CACHE_BYTES,
-    RESIDENT_PER_TEXT_BYTE,
-    VECTOR_CACHE_ROWS,
-    StoreError,
-    StoreIndex,
-)
+from .store_cache import CACHE_BYTES, RESIDENT_PER_TEXT_BYTE
+from .store_query import INDEX_CACHE_BYTES, VECTOR_CACHE_ROWS, StoreError, StoreIndex
 from .store_tables import (
     COMMITS,
     DOCS,

@@ -28,9 +28,10 @@ from .filters import TAGS_VERSION, Filter, sql_quote
 from .fusion import BM25_POOL, DENSE_POOL, pooled_with, top_leaves
 from .options import ExpandOptions, search_filter, spells_search_keywords, split_keywords
 from .payload import DocumentTree, Hit, Payload
+from .store_cache import CACHE_BYTES, Cached, DocumentCache, Key, leaf_layout
 from .store_side import Side, int8_scores
 from .store_tables import DOCS, LEAVES, PARENTS, _connect, _lancedb, last_commit, parent_key
-from .trees import SavedRow, TreeSettings, are_spans, checked_spans, overlapping, read_rows, scratch_expander
+from .trees import TreeSettings, are_spans, checked_spans, overlapping, read_docs
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -39,15 +40,6 @@ if TYPE_CHECKING:
     from ..encoder import Encoder
     from .options import SearchKeywords
 
-CACHE_BYTES = 256 << 20
-"""Resident bytes of the documents a query process keeps read (least recently used out):
-their text, tokens and trees in the expander, counted as :data:`RESIDENT_PER_TEXT_BYTE` times
-the text."""
-RESIDENT_PER_TEXT_BYTE = 13
-"""Resident bytes a document read into the expander takes per byte of its UTF-8 text, rounded
-up (measured: 3,000 documents of the 1M-leaf stand-in store of ``benches/store_growth.py``,
-28.6 MB of text, took 353 MB, 12.4 a byte; 14.2 before the expander sampled its code point
-offsets)."""
 INDEX_CACHE_BYTES = 512 << 20
 """Bytes of LanceDB's index cache in a query process (IVF partitions and full-text posting
 lists read; its own default is 6 GB), kept across reloads. Measured at 10M leaves, 600 distinct
@@ -130,24 +122,6 @@ def _keys(rows: pa.Table) -> tuple[list[str], list[int], list[int]]:
     return doc_ids, leaves, passages
 
 
-class _Cached:
-    """A document read from the store into the expander: its slot, its leaves' labels and
-    spans, its metadata, its length and its resident size (bytes)."""
-
-    __slots__ = ("slot", "labels", "starts", "ends", "sections", "metadata", "length", "size")
-
-    def __init__(self, slot: int, labels: np.ndarray, doc: SavedRow, utf8_bytes: int) -> None:
-        self.slot, self.labels, self.metadata = slot, labels, doc.metadata
-        self.starts, self.ends = doc.nodes[doc.leaves, 0], doc.nodes[doc.leaves, 1]
-        self.sections = doc.nodes[doc.leaves, 3]
-        self.length, self.size = len(doc.text), RESIDENT_PER_TEXT_BYTE * utf8_bytes
-
-    @property
-    def layout(self) -> LeafLayout:
-        """The document's leaves (for ``spread`` and for finding a hit's leaf)."""
-        return LeafLayout(self.labels, self.starts, self.sections, self.ends)
-
-
 class StoreError(ChunkforgeError, RuntimeError):
     """A store that cannot answer (a damaged table or index, a store removed under a reader);
     the message names the store and the table. Not the caller's fault: the service answers 503."""
@@ -155,12 +129,18 @@ class StoreError(ChunkforgeError, RuntimeError):
 
 class _Checkout:
     """One commit of the store as a reader sees it: its tables at that commit's versions, its
-    settings, and the documents read from it so far (a native expander with a bounded cache).
-    A query runs on one checkout from start to end, so a reload (a new checkout) never changes
-    the tables or the documents under it."""
+    settings, and the documents read from it so far (:class:`DocumentCache`). A query runs on
+    one checkout from start to end, so a reload (a new checkout) never changes the tables or
+    the documents under it."""
 
     def __init__(
-        self, commit: dict[str, Any], tables: dict[str, Any], side: Side | None, tokenizer: Tokenizer, cache_bytes: int
+        self,
+        commit: dict[str, Any],
+        tables: dict[str, Any],
+        side: Side | None,
+        tokenizer: Tokenizer,
+        cache_bytes: int,
+        uri: str,
     ) -> None:
         settings = json.loads(commit["settings"])
         self.version = int(commit["version"])
@@ -169,86 +149,9 @@ class _Checkout:
         self.model: dict[str, Any] = settings["model"]
         self.tags = settings.get("tags", 1)
         self.level = len(self.settings.parent_tokens) + 1
-        self.cache_bytes = cache_bytes
-        self.lock = threading.Lock()  # the cache and its expander
-        self.expander = scratch_expander(tokenizer)
-        self.cache: OrderedDict[str, _Cached] = OrderedDict()
-        self.cached_bytes = 0
+        self.docs = DocumentCache(tables[DOCS], side, tokenizer, cache_bytes, f"{uri}/{DOCS}", _run)
         self.vectors: OrderedDict[int, np.ndarray] = OrderedDict()  # leaf row -> float vector
         self.vectors_lock = threading.Lock()
-        self.free: list[int] = []
-        self.next_label = 0
-
-    def load(self, doc_ids: Iterable[str], uri: str) -> dict[str, _Cached]:
-        """The cached entries of those of ``doc_ids`` the store holds (read when missing); the
-        lock is held."""
-        wanted = list(dict.fromkeys(doc_ids))
-        missing = [d for d in wanted if d not in self.cache]
-        if missing:
-            import pyarrow.compute as pc
-
-            rows = self._rows(missing)
-            words = rows.column("words").to_pylist() if "words" in rows.column_names else None
-            utf8_bytes = pc.binary_length(rows.column("text")).to_pylist()
-            self._insert(read_rows(rows, f"{uri}/{DOCS}"), utf8_bytes, words)
-        found = {}
-        for d in wanted:
-            if d in self.cache:
-                self.cache.move_to_end(d)
-                found[d] = self.cache[d]
-        self._evict(keep=set(found))
-        return found
-
-    def _rows(self, doc_ids: list[str]) -> pa.Table:
-        """The docs table's rows of those of ``doc_ids`` it holds, in the table's order (the
-        expander's slots, which order passages of equal scores): from the side's copy when the
-        commit has a side, else by a filter on ``doc_id``."""
-        if self.side is None:
-            ids = ", ".join(sql_quote(d) for d in doc_ids)
-            return _run(self.tables[DOCS].query().where(f"doc_id IN ({ids})").limit(len(doc_ids) + 1).to_arrow())
-        held = sorted((d for d in doc_ids if d in self.side.doc_rows), key=self.side.doc_rows.__getitem__)
-        try:
-            rows = self.side.documents(held)
-        except (OSError, ValueError) as exc:  # a damaged file (pyarrow's errors)
-            raise RuntimeError(f"its side {self.side.folder} cannot be read ({exc})") from exc
-        if rows.column("doc_id").to_pylist() != held:
-            raise RuntimeError(f"its side {self.side.folder} does not match the table")
-        return rows
-
-    def _insert(self, docs: list[SavedRow], utf8_bytes: list[int], words: list[bytes | None] | None = None) -> None:
-        """Puts ``docs`` (their texts ``utf8_bytes`` long) into the expander (in one call, their
-        headings read there) and the cache: a document whose ``words`` the store kept (a store
-        written before it kept words has no such column) is not tokenized again, the others are
-        (in parallel)."""
-        labels = []
-        for doc in docs:
-            n = len(doc.leaves)
-            take = min(n, len(self.free))
-            labels.append(self.free[len(self.free) - take :] + list(range(self.next_label, self.next_label + n - take)))
-            del self.free[len(self.free) - take :]
-            self.next_label += n - take
-        slots = self.expander.add_docs(
-            [doc.text for doc in docs],
-            [doc.sentences for doc in docs],
-            [doc.nodes[:, :4] for doc in docs],
-            [doc.leaves.tolist() for doc in docs],
-            labels,
-            [doc.doc_id for doc in docs],
-            [doc.headings for doc in docs],
-            words,
-        )
-        for slot, doc_labels, doc, size in zip(slots, labels, docs, utf8_bytes):
-            entry = _Cached(slot, np.asarray(doc_labels, np.int64), doc, size)
-            self.cache[doc.doc_id] = entry
-            self.cached_bytes += entry.size
-
-    def _evict(self, keep: set[str]) -> None:
-        while self.cached_bytes > self.cache_bytes and len(self.cache) > len(keep):
-            doc_id = next(d for d in self.cache if d not in keep)
-            entry = self.cache.pop(doc_id)
-            self.expander.remove(entry.slot)
-            self.free += entry.labels.tolist()
-            self.cached_bytes -= entry.size
 
 
 class StoreIndex:
@@ -327,7 +230,7 @@ class StoreIndex:
         tables = _run(_checked_out(self.uri, commit, self._session))
         tokenizer = self._encoder.tokenizer if self._encoder is not None else Tokenizer.default()
         side = Side.open(self.uri, commit) if self.side else None
-        self._at = _Checkout(commit, tables, side, tokenizer, self.cache_bytes)
+        self._at = _Checkout(commit, tables, side, tokenizer, self.cache_bytes, self.uri)
         return True
 
     @property
@@ -382,10 +285,10 @@ class StoreIndex:
 
     # -- documents, read on demand ------------------------------------------
 
-    def _entries(self, at: _Checkout, doc_ids: Iterable[str]) -> dict[str, _Cached]:
-        """The cached entries of those of ``doc_ids`` the store holds; the lock is held."""
+    def _entries(self, at: _Checkout, keys: Iterable[Key]) -> dict[Key, Cached]:
+        """The cached entries of those of ``keys`` the store holds; the lock is held."""
         try:
-            return at.load(doc_ids, self.uri)
+            return at.docs.load(keys)
         except (OSError, RuntimeError, InputError) as exc:  # InputError: a damaged row
             raise StoreError(f"the store {self.uri} cannot be read ({DOCS} table: {exc}); write it again") from exc
 
@@ -400,12 +303,15 @@ class StoreIndex:
 
     def tree(self, doc_id: str) -> DocumentTree:
         """A document's tree as stored."""
-        at = self._now
-        with at.lock:
-            entry = self._entries(at, [doc_id]).get(doc_id)
-            if entry is None:
-                raise KeyError(f"no document {doc_id!r} in the store")
-            return DocumentTree(*at.expander.tree(entry.slot))
+        columns = ["doc_id", "text", "metadata", "headings", "nodes", "leaves", "sentences"]
+        query = self._now.tables[DOCS].query().where(f"doc_id = {sql_quote(doc_id)}").select(columns).limit(2)
+        rows = self._read(query.to_arrow(), DOCS)
+        if not rows.num_rows:
+            raise KeyError(f"no document {doc_id!r} in the store")
+        try:
+            return read_docs(rows, f"{self.uri}/{DOCS}")[0].tree
+        except InputError as exc:  # a damaged row
+            raise StoreError(f"the store {self.uri} cannot be read ({DOCS} table: {exc}); write it again") from exc
 
     def _doc_rows(self, doc_ids: Sequence[str], columns: list[str]) -> list[dict[str, Any]]:
         ids = ", ".join(sql_quote(d) for d in doc_ids)
@@ -451,7 +357,7 @@ class StoreIndex:
         if not hybrid:
             if side is not None:
                 rows = side.nearest(unit, k)
-                dense = self._rescored(at, rows, vector, lambda: side.leaves(rows)[0])  # all k are hits
+                dense = self._rescored(at, rows, vector, lambda: list(zip(*side.leaves(rows)[:2])))  # all k are hits
             else:
                 dense = self._read(self._nearest(at.tables[LEAVES], vector, k, predicate), LEAVES)
             ranked = sorted(dense.items(), key=lambda item: (-item[1][1], item[0]))[:k]
@@ -461,10 +367,10 @@ class StoreIndex:
         if side is not None:
             rows, pooled, bm25 = side.ranked(query, unit, max(k, DENSE_POOL), BM25_POOL)
 
-            def likely() -> list[str]:
+            def likely() -> list[tuple[str, int]]:
                 guess = side.scored(rows, unit)
                 pooled_with(guess, pooled)
-                return [doc_id for (doc_id, _), _ in top_leaves(guess, bm25, self.weights, k)[0]]
+                return [leaf for leaf, _ in top_leaves(guess, bm25, self.weights, k)[0]]
 
             dense = self._rescored(at, rows, vector, likely)
             pooled_with(dense, pooled)
@@ -478,19 +384,19 @@ class StoreIndex:
         return self._hits(at, scored)
 
     def _rescored(
-        self, at: _Checkout, rows: np.ndarray, vector: np.ndarray, likely: Callable[[], list[str]]
+        self, at: _Checkout, rows: np.ndarray, vector: np.ndarray, likely: Callable[[], list[tuple[str, int]]]
     ) -> dict[tuple[str, int], tuple[int, float]]:
         """:meth:`_taken` of ``rows``; while their vectors are read (a wait on the disk at 10M
-        leaves), the documents ``likely()`` names (the hits' as the leaves' int8 cosines rank
-        them) are read into the cache, so the hits find them there but for a leaf the
-        rescoring moves across the ``k``-th place (its document is read after them, so its
-        slot, which orders passages of equal scores, comes after theirs, as a document read by
-        an earlier question may)."""
+        leaves), the sections of the leaves ``likely()`` names (``(doc_id, leaf)``: the hits as
+        the leaves' int8 cosines rank them) are read into the cache, so the hits find them
+        there but for a leaf the rescoring moves across the ``k``-th place (its section is read
+        after them, so its slot, which orders passages of equal scores, comes after theirs, as
+        a section read by an earlier question may)."""
         reading = _submit(self._taken(at, rows, vector))
         try:
-            names = likely()
-            with at.lock:
-                self._entries(at, names)
+            leaves = likely()
+            with at.docs.lock:
+                self._entries(at, at.docs.of_leaves(leaves))
         except BaseException:
             reading.cancel()
             raise
@@ -593,17 +499,18 @@ class StoreIndex:
         return _cosines(_vectors(rows), vector, _keys(rows), int8=True)
 
     def _hits(self, at: _Checkout, scored: list[tuple[tuple[str, int], float]]) -> list[Hit]:
-        """Hits of ``((doc_id, leaf), score)``, their documents read into the cache."""
+        """Hits of ``((doc_id, leaf), score)``, their sections (or documents) read into the cache."""
         if not scored:
             return []
-        with at.lock:
-            cached = self._entries(at, (key[0] for key, _ in scored))
-            if len(cached) < len({key[0] for key, _ in scored}):
+        with at.docs.lock:
+            keys = at.docs.of_leaves(key for key, _ in scored)
+            cached = self._entries(at, keys)
+            if len(keys) < len(scored) or len(cached) < len(set(keys)):
                 raise StoreError(
                     f"the store {self.uri}: a leaf's document is missing from its {DOCS} table; write it again"
                 )
-            labels = [int(cached[d].labels[leaf]) for (d, leaf), _ in scored]
-            return at.expander.hits(labels, [s for _, s in scored], at.level)
+            labels = [cached[key].label(leaf) for key, ((_, leaf), _) in zip(keys, scored)]
+            return at.docs.expander.hits(labels, [s for _, s in scored], at.level)
 
     def hits_for(self, spans: Iterable[tuple[str, int, int, float]], *, filter: Filter | None = None) -> list[Hit]:
         """Hits of the leaves that spans found elsewhere overlap (see :meth:`chunkforge.Index.hits_for`)."""
@@ -611,15 +518,17 @@ class StoreIndex:
 
     def _hits_for(self, at: _Checkout, spans: Iterable[tuple[str, int, int, float]], passes: Filter) -> list[Hit]:
         best: dict[tuple[str, int], float] = {}
-        with at.lock:
+        with at.docs.lock:
             for i, (doc_id, start, end, score) in enumerate(checked_spans(spans)):
-                entry = self._entries(at, [doc_id]).get(doc_id)
-                if entry is None or not passes.admits(doc_id, entry.metadata):
+                entries = list(self._entries(at, at.docs.over(doc_id, start, end)).values())
+                if not entries or not passes.admits(doc_id, entries[0].metadata):
                     raise KeyError(f"spans[{i}]: no document {doc_id!r} in the store")
-                if end > entry.length:
-                    raise ValueError(f"spans[{i}]: {start}-{end} is not a span of {doc_id!r} (0-{entry.length})")
-                for leaf in overlapping(entry.starts, entry.ends, start, end):
-                    best[(doc_id, leaf)] = max(best.get((doc_id, leaf), float("-inf")), score)
+                if end > entries[0].length:
+                    raise ValueError(f"spans[{i}]: {start}-{end} is not a span of {doc_id!r} (0-{entries[0].length})")
+                for entry in entries:
+                    for i in overlapping(entry.starts, entry.ends, start, end):
+                        leaf = entry.first_leaf + i
+                        best[(doc_id, leaf)] = max(best.get((doc_id, leaf), float("-inf")), score)
         return self._hits(at, sorted(best.items(), key=lambda item: (-item[1], item[0])))
 
     # -- expansion ---------------------------------------------------------
@@ -642,30 +551,44 @@ class StoreIndex:
         if are_spans(sent):
             spans = cast("Sequence[tuple[str, int, int, float]]", sent)
             return self._expand(at, self._hits_for(at, spans, passes), chosen)
-        with at.lock:
-            cached = self._entries(at, (h.doc_id for h in sent if isinstance(h, Hit) and isinstance(h.doc_id, str)))
+        with at.docs.lock:
+            documents = self._read_for(at, sent)
 
             def layout_of(doc_id: str) -> LeafLayout | None:
-                entry = cached.get(doc_id)
-                return None if entry is None or not passes.admits(doc_id, entry.metadata) else entry.layout
+                entries = documents.get(doc_id)
+                return None if not entries or not passes.admits(doc_id, entries[0].metadata) else leaf_layout(entries)
 
             labels, scores = leaf_labels(cast("list[Hit]", sent), layout_of, "this store")
-            found = at.expander.hits(labels, scores, at.level)
-            return self._expand_held(at, found, cached, chosen)
+            found = at.docs.expander.hits(labels, scores, at.level)
+            return self._expand_held(at, found, documents, chosen)
+
+    def _read_for(self, at: _Checkout, hits: Iterable[object]) -> dict[str, list[Cached]]:
+        """The read sections (or documents) of the hits' leaves (by where each starts), by document;
+        the lock is held."""
+        keys = [
+            key
+            for h in hits
+            if isinstance(h, Hit) and isinstance(h.doc_id, str) and isinstance(h.start, int)
+            for key in at.docs.over(h.doc_id, h.start, h.start)
+        ]
+        documents: dict[str, list[Cached]] = {}
+        for entry in self._entries(at, keys).values():
+            documents.setdefault(entry.doc_id, []).append(entry)
+        return documents
 
     def _expand(self, at: _Checkout, hits: list[Hit], options: ExpandOptions) -> Payload:
         """The payload of hits made on ``at``."""
-        with at.lock:
-            return self._expand_held(at, hits, self._entries(at, (h.doc_id for h in hits)), options)
+        with at.docs.lock:
+            return self._expand_held(at, hits, self._read_for(at, hits), options)
 
     def _expand_held(
-        self, at: _Checkout, hits: list[Hit], cached: dict[str, _Cached], options: ExpandOptions
+        self, at: _Checkout, hits: list[Hit], documents: dict[str, list[Cached]], options: ExpandOptions
     ) -> Payload:
-        """:meth:`_expand` with the lock held and the hits' documents read."""
+        """:meth:`_expand` with the lock held and the hits' sections (or documents) read."""
         return expansion.expand(
-            at.expander,
+            at.docs.expander,
             hits,
-            lambda ps: {p.doc_id: cached[p.doc_id].metadata for p in ps},
+            lambda ps: {p.doc_id: documents[p.doc_id][0].metadata for p in ps},
             at.level,
             options,
         )

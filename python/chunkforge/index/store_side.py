@@ -11,10 +11,10 @@ LanceDB's three searches and its take:
   :class:`~chunkforge.index.bm25.BM25`'s terms and formula, so the scores of the store's
   full-text index), read from the highest shares down until the best parents are known;
 - the leaves of the best parents: the leaves' rows by parent, rescored from int8 as in memory;
-- the documents: the docs table's rows in row order, in an Arrow file of one record batch a
-  document, so that reading a hit's document costs one read of its row, not a LanceDB take
-  (at 10M leaves about 2 ms a call, more with each column: 14.5 ms for 50 documents' seven
-  columns).
+- the documents: each one's sections (:func:`~chunkforge.index.trees.section_parts`: a hit's
+  expansion never leaves its section), in an Arrow file of one record batch a section, so that
+  a hit costs one read of its section, neither a LanceDB take (at 10M leaves about 2 ms a
+  call) nor its whole document.
 
 A side is written to a temporary folder and renamed into place, so a reader finds all of it
 or none, and names its tables' versions, so that it is never read with other tables; a
@@ -41,17 +41,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._search import EXACT_MAX, int8_cosines, int8_rows
+from .._search import EXACT_MAX, int8_cosines, int8_rows, top_k
 from ..errors import InputError
 from .bm25 import BM25
 from .store_tables import DOCS, LANCEDB_EXTRA, LEAVES, PARENTS, _lancedb, is_local
+from .trees import read_rows, section_parts
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 SIDE = "side"
 """The folder of a store that holds its side indexes, one folder a commit version."""
-FORMAT = 3
+FORMAT = 4
 """The side's layout version (``side.json``); a reader ignores a side of another, and
 :func:`build_side` rebuilds it."""
 CONNECTIVITY = 16
@@ -112,7 +113,7 @@ def build_side(uri: str | os.PathLike[str], commit: dict[str, Any]) -> Path | No
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         tables = _tables_at(uri.removeprefix("file://"), commit)
-        doc_ids = _write_docs(work, tables[DOCS])
+        doc_ids = _write_parts(work, tables[DOCS])
         number = {d: i for i, d in enumerate(doc_ids)}
         parents, bm25 = _write_parents(work, tables[PARENTS], number)
         exact = _write_leaves(work, tables[LEAVES], number, parents)
@@ -148,17 +149,61 @@ def _read_meta(folder: Path) -> dict[str, Any]:
         return {}
 
 
-def _write_docs(work: Path, docs: Any) -> list[str]:
-    """The docs table's rows, in row order, as an Arrow file (``docs.arrow``) of one record
-    batch a document, so that a reader reads a document's row alone; returns their ids."""
+def _write_parts(work: Path, docs: Any) -> list[str]:
+    """The docs table's rows, in row order, cut into their sections' parts
+    (:func:`~chunkforge.index.trees.section_parts`) in an Arrow file (``parts.arrow``) of one
+    record batch a part, so that a reader reads a hit's section alone; beside it each
+    document's parts (``part_ptr``), each part's start (``part_base``) and first leaf
+    (``part_leaf``) and each document's length (``doc_length``); returns the documents' ids."""
     import pyarrow as pa
 
+    schema = pa.schema(
+        [
+            ("doc_id", pa.string()),
+            ("base", pa.int64()),
+            ("text", pa.large_string()),
+            ("metadata", pa.string()),
+            ("headings", pa.string()),
+            ("nodes", pa.list_(pa.int64())),
+            ("leaves", pa.list_(pa.int64())),
+            ("sentences", pa.list_(pa.int64())),
+            ("words", pa.binary()),
+        ]
+    )
+    names = ["doc_id", "text", "metadata", "headings", "nodes", "leaves", "sentences"]
+    with_words = "words" in docs.schema.names
     doc_ids: list[str] = []
-    with pa.OSFile(os.fspath(work / "docs.arrow"), "wb") as sink, pa.ipc.new_file(sink, docs.schema) as writer:
-        for batch in _batches(docs, docs.schema.names, _DOC_BATCH):
-            for i in range(batch.num_rows):
-                writer.write_batch(batch.slice(i, 1))
-            doc_ids += batch.column("doc_id").to_pylist()
+    ptr, bases, first_leaves, lengths = [0], [], [], []
+    where = f"{work.name}: the docs table"
+    with pa.OSFile(os.fspath(work / "parts.arrow"), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+        for batch in _batches(docs, names + ["words"] * with_words, _DOC_BATCH):
+            table = pa.Table.from_batches([batch])
+            words = table.column("words").to_pylist() if with_words else [None] * table.num_rows
+            metadata = table.column("metadata").to_pylist()  # as stored
+            for i, (row, saved) in enumerate(zip(read_rows(table, where), words)):
+                parts = section_parts(row.text, json.loads(row.headings), row.nodes, row.leaves, row.sentences, saved)
+                for part in parts:
+                    columns = {
+                        "doc_id": [row.doc_id],
+                        "base": [part.base],
+                        "text": [part.text],
+                        "metadata": [metadata[i]],
+                        "headings": [part.headings],
+                        "nodes": [part.nodes.reshape(-1).tolist()],
+                        "leaves": [part.leaves.tolist()],
+                        "sentences": [part.sentences.reshape(-1).tolist()],
+                        "words": [part.words],
+                    }
+                    writer.write_batch(pa.record_batch(columns, schema=schema))
+                doc_ids.append(row.doc_id)
+                ptr.append(ptr[-1] + len(parts))
+                bases += [p.base for p in parts]
+                first_leaves += [p.first_leaf for p in parts]
+                lengths.append(len(row.text))
+    np.save(work / "part_ptr.npy", np.array(ptr, np.int64))
+    np.save(work / "part_base.npy", np.array(bases, np.int64))
+    np.save(work / "part_leaf.npy", np.array(first_leaves, np.int64))
+    np.save(work / "doc_length.npy", np.array(lengths, np.int64))
     return doc_ids
 
 
@@ -352,14 +397,16 @@ class Side:
         self.parents = int(meta["parents"])
         self.doc_ids: list[str] = json.loads((folder / "docs.json").read_text(encoding="utf-8"))
         self.doc_rows = {d: i for i, d in enumerate(self.doc_ids)}
-        self._docs = pa.ipc.open_file(pa.OSFile(os.fspath(folder / "docs.arrow")))
-        if self._docs.num_record_batches != len(self.doc_ids):
+        self.part_ptr, self.part_base, self.part_leaf = arrays["part_ptr"], arrays["part_base"], arrays["part_leaf"]
+        self.doc_length = arrays["doc_length"]
+        self._parts = pa.ipc.open_file(pa.OSFile(os.fspath(folder / "parts.arrow")))
+        if len(self.part_ptr) != len(self.doc_ids) + 1 or self._parts.num_record_batches != self.part_ptr[-1]:
             raise ValueError(
-                f"{folder}: {self._docs.num_record_batches} documents in docs.arrow, not {len(self.doc_ids)}"
+                f"{folder}: {self._parts.num_record_batches} parts in parts.arrow, not {self.part_ptr[-1]}"
             )
         self.vocab = {w: i for i, w in enumerate(json.loads((folder / "vocab.json").read_text(encoding="utf-8")))}
         self.lock = threading.Lock()  # usearch's search reuses the graph's per-thread buffers
-        self._docs_lock = threading.Lock()  # one file position
+        self._parts_lock = threading.Lock()  # one file position
         if not self.exact:
             from usearch.index import Index as Hnsw
 
@@ -388,15 +435,34 @@ class Side:
             )
             return None
 
-    def documents(self, doc_ids: list[str]) -> pa.Table:
-        """The docs table's rows of ``doc_ids`` (all of them in the side), in that order, each
-        read from the side's file alone (a read, not a map: a query process's memory then
-        holds the documents it keeps, not the pages around them)."""
+    def parts(self, rows: list[int]) -> pa.Table:
+        """The parts at ``rows`` (:func:`_write_parts`), in that order, each read from the
+        side's file alone (a read, not a map: a query process's memory then holds the parts it
+        keeps, not the pages around them)."""
         import pyarrow as pa
 
-        with self._docs_lock:
-            batches = [self._docs.get_batch(self.doc_rows[d]) for d in doc_ids]
-        return pa.Table.from_batches(batches, self._docs.schema)
+        with self._parts_lock:
+            batches = [self._parts.get_batch(r) for r in rows]
+        return pa.Table.from_batches(batches, self._parts.schema)
+
+    def part_of(self, doc_id: str, leaf: int) -> int | None:
+        """The part that holds leaf ``leaf`` of ``doc_id`` (None: not a document of the side)."""
+        d = self.doc_rows.get(doc_id)
+        if d is None:
+            return None
+        lo, hi = int(self.part_ptr[d]), int(self.part_ptr[d + 1])
+        return lo + max(int(np.searchsorted(self.part_leaf[lo:hi], leaf, "right")) - 1, 0)
+
+    def parts_over(self, doc_id: str, start: int, end: int) -> range:
+        """The parts of ``doc_id`` that code points ``start`` to ``end`` touch (at least the one
+        ``start`` is in; none for a document the side does not hold or one without parts)."""
+        d = self.doc_rows.get(doc_id)
+        if d is None:
+            return range(0)
+        lo, hi = int(self.part_ptr[d]), int(self.part_ptr[d + 1])
+        bases = self.part_base[lo:hi]
+        first = max(int(np.searchsorted(bases, start, "right")) - 1, 0)
+        return range(lo + first, lo + max(int(np.searchsorted(bases, end)), first + 1)) if hi > lo else range(0)
 
     def leaves(self, rows: np.ndarray) -> tuple[list[str], list[int], list[int]]:
         """The ``doc_id``, ``leaf`` and ``passage`` of leaf rows."""
@@ -408,15 +474,15 @@ class Side:
 
     def nearest(self, unit: np.ndarray, k: int) -> np.ndarray:
         """The rows (in the leaves table) of the ``k`` nearest leaves of the unit vector
-        ``unit`` by their int8 vectors, ascending; exact below :data:`EXACT_MAX` leaves."""
+        ``unit`` by their int8 vectors, ascending; below :data:`EXACT_MAX` leaves exactly, by
+        :func:`int8_scores` (ties: the lower row), as the leaves of the best parents are scored
+        (usearch's own scan quantizes the question too, and its 64th leaf was not always
+        theirs: a cosine 7e-5 above the 65th's)."""
         if not len(self.codes):
             return np.zeros(0, np.int64)
-        codes, _ = int8_rows(unit[None, :])
         if self.exact:
-            from usearch.index import search
-
-            found = search(self.codes, codes[0], min(k, len(self.codes)), "cos", exact=True, threads=1)
-            return np.sort(found.keys.astype(np.int64))
+            return np.sort(top_k(int8_scores(self.codes, self.scales, unit), k)[0].astype(np.int64))
+        codes, _ = int8_rows(unit[None, :])
         with self.lock:
             vectors = self.graph.search(codes[0], k, threads=1).keys.tolist()  # distinct vectors, nearest first
         rows = np.concatenate([self.copies[self.copy_ptr[v] : self.copy_ptr[v + 1]] for v in vectors] or [[]])

@@ -317,6 +317,107 @@ def read_rows(table: pa.Table, where: str) -> list[SavedRow]:
     return out
 
 
+class Part(NamedTuple):
+    """A part of a saved document that a store's reader reads alone: one section (its tree's
+    root and what lies under it), or the whole document. Offsets are the document's: its
+    text is the document's from code point ``base`` on; its nodes' parents and its leaves
+    index its own nodes, its sections its own ``headings`` (JSON); ``first_leaf`` is the
+    document's index of its first leaf; ``words`` its text's saved words (None: none saved)."""
+
+    base: int
+    text: str
+    headings: str
+    nodes: np.ndarray
+    leaves: np.ndarray
+    sentences: np.ndarray
+    words: bytes | None
+    first_leaf: int
+
+
+def section_parts(
+    text: str,
+    headings: list[list[str]],
+    nodes: np.ndarray,
+    leaves: np.ndarray,
+    sentences: np.ndarray,
+    words: bytes | None,
+) -> list[Part]:
+    """A saved document's sections as :class:`Part` s, one a root of its tree (``nodes`` rows
+    ``(start, end, parent, section, level)``, parents first, as :func:`cut` writes them), each
+    with its text, nodes, leaves, sentences and words; the whole document as one part when
+    its tree is not one a section's part can hold (a root with nodes, leaves or sentences of
+    another section, or a word across a section's end). Expansion never leaves a section,
+    so a hit's part answers as its whole document would.
+
+    >>> import json
+    >>> text = "# A\\n\\nOne.\\n\\n# B\\n\\nTwo."
+    >>> nodes = np.array([[0, 9, -1, 0, 0], [6, 9, 0, 0, 1], [11, 20, -1, 1, 0], [17, 20, 2, 1, 1]])
+    >>> sentences = np.array([[0, 3, 0], [6, 9, 0], [11, 14, 1], [17, 20, 1]])
+    >>> [(p.base, p.text, p.headings, p.first_leaf) for p in section_parts(text, [["A"], ["B"]], nodes, np.array([1, 3]), sentences, None)]
+    [(0, '# A\\n\\nOne.', '[["A"]]', 0), (11, '# B\\n\\nTwo.', '[["B"]]', 1)]
+    """
+    whole = [Part(0, text, json.dumps(headings, ensure_ascii=False), nodes, leaves, sentences, words, 0)]
+    roots = np.flatnonzero(nodes[:, 2] < 0)
+    if len(roots) < 2:
+        return whole if len(roots) else []
+    ends = np.append(roots[1:], len(nodes))
+    first_leaves = np.searchsorted(leaves, roots)
+    last_leaves = np.append(first_leaves[1:], len(leaves))
+    if words is not None:
+        packed = np.frombuffer(words, "<u2").reshape(-1, 3).astype(np.int64)
+        word_ends = np.cumsum(packed[:, 0] + packed[:, 1])
+        word_starts = word_ends - packed[:, 1]
+        wide = np.frombuffer(text.encode("utf-32-le"), np.uint32)
+        utf8 = 1 + (wide >= 0x80) + (wide >= 0x800) + (wide >= 0x10000)
+        byte_at = np.concatenate([[0], np.cumsum(utf8)])
+    parts = []
+    for a, b, lo, hi in zip(roots.tolist(), ends.tolist(), first_leaves.tolist(), last_leaves.tolist()):
+        start, end, _, section, _ = nodes[a].tolist()
+        own = nodes[a:b]
+        in_section = sentences[:, 2] == section
+        run = np.flatnonzero(in_section)
+        if (
+            (own[:, 3] != section).any()
+            or (own[:, 0] < start).any()
+            or (own[:, 1] > end).any()
+            or (own[1:, 2] < a).any()
+            or ((leaves[lo:hi] < a) | (leaves[lo:hi] >= b)).any()
+            or (
+                len(run)
+                and (run[-1] - run[0] + 1 != len(run) or sentences[run[0], 0] < start or sentences[run[-1], 1] > end)
+            )
+        ):
+            return whole
+        part_words = None
+        if words is not None:
+            first, last = byte_at[start], byte_at[end]
+            w0, w1 = np.searchsorted(word_ends, first, "right"), np.searchsorted(word_starts, last)
+            if (w0 < len(word_starts) and word_starts[w0] < first) or (w1 > 0 and word_ends[w1 - 1] > last):
+                return whole  # a word across the section's ends
+            mine = packed[w0:w1].copy()
+            if len(mine):
+                mine[0, 0] = word_starts[w0] - first
+            part_words = mine.astype("<u2").tobytes()
+        local = own.copy()
+        local[1:, 2] -= a
+        local[:, 3] = 0
+        kept = sentences[in_section].copy()
+        kept[:, 2] = 0
+        parts.append(
+            Part(
+                start,
+                text[start:end],
+                json.dumps([headings[section]], ensure_ascii=False),
+                local,
+                leaves[lo:hi] - a,
+                kept,
+                part_words,
+                lo,
+            )
+        )
+    return parts
+
+
 def read_docs(table: pa.Table, where: str) -> list[SavedDoc]:
     """The documents of a docs table; ``where`` names it in errors (ValueError)."""
     out = []
