@@ -634,7 +634,10 @@ def test_a_side_reads_sections_and_answers_as_whole_documents(job, encoder, opti
     """With a side, a reader reads the sections of the hits' leaves (each alone, from the side's
     copy), not their documents: a hit's expansion never leaves its section. Its payloads are
     those of a reader of whole documents (LanceDB's docs table) and of the in-memory index,
-    under every way of expanding, packing and ordering, spans across sections included."""
+    under every way of expanding, packing and ordering, spans across sections included (and
+    hits whose offsets are numpy integers)."""
+    import dataclasses
+
     from chunkforge.index.options import ExpandOptions
 
     sided, plain = Index.open(job / "store.lancedb", encoder), Index.open(job / "store.lancedb", encoder, side=False)
@@ -646,6 +649,8 @@ def test_a_side_reads_sections_and_answers_as_whole_documents(job, encoder, opti
         a = sided.expand(hits, **options)
         assert a.passages and payload_view(a) == payload_view(plain.expand(hits, **options))
         assert payload_view(a) == payload_view(memory.expand(hits, **options))
+        numpy_spans = [dataclasses.replace(h, start=np.int64(h.start), end=np.int64(h.end)) for h in hits]
+        assert payload_view(sided.expand(numpy_spans, **options)) == payload_view(a)
         asked = sided.query(question, k=12, floor=None, **options)
         assert payload_view(asked) == payload_view(plain.expand(hits, ExpandOptions.recommended(None, **options)))
     for d in records()[:4]:

@@ -39,8 +39,8 @@ Key = int | str
 
 class Cached:
     """A document, or a part of one, read into the expander: its slot, its document's id, the
-    document's index of its first leaf, its leaves' labels and spans, its document's metadata
-    and length, and its resident size (bytes)."""
+    document's index of its first leaf, its leaves' labels, spans and sections (a part's own:
+    0), its document's metadata and length, and its resident size (bytes)."""
 
     __slots__ = ("slot", "doc_id", "first_leaf", "labels", "starts", "ends", "sections", "metadata", "length", "size")
 
@@ -117,10 +117,11 @@ class DocumentCache:
         return found
 
     def _rows(self, keys: list[Key]) -> tuple[pa.Table, list[Key], list[int], list[int] | None]:
-        """The rows of those of ``keys`` the store holds, in the store's order (the expander's
-        slots, which order passages of equal scores), their keys and first leaves, and their
-        documents' lengths (None: their texts'): with a side its parts, else a filter on the
-        docs table's ``doc_id``."""
+        """The rows of those of ``keys`` the store holds, their keys and first leaves, and their
+        documents' lengths (None: their texts'): with a side its parts (in its order), else a
+        filter on the docs table's ``doc_id`` (in the table's order: the expander's slots, which
+        order passages of equal scores of different documents; the parts of a side's documents
+        order by the document's row)."""
         if self.side is None:
             ids = ", ".join(sql_quote(str(d)) for d in keys)
             rows = self._run(self.docs_table.query().where(f"doc_id IN ({ids})").limit(len(keys) + 1).to_arrow())

@@ -309,9 +309,10 @@ class StoreIndex:
         if not rows.num_rows:
             raise KeyError(f"no document {doc_id!r} in the store")
         try:
-            return read_docs(rows, f"{self.uri}/{DOCS}")[0].tree
+            tree = read_docs(rows, f"{self.uri}/{DOCS}")[0].tree
         except InputError as exc:  # a damaged row
             raise StoreError(f"the store {self.uri} cannot be read ({DOCS} table: {exc}); write it again") from exc
+        return DocumentTree(tree.nodes.copy(), tree.leaves.copy(), tree.sentences.copy(), tree.headings)  # the caller's
 
     def _doc_rows(self, doc_ids: Sequence[str], columns: list[str]) -> list[dict[str, Any]]:
         ids = ", ".join(sql_quote(d) for d in doc_ids)
@@ -390,8 +391,7 @@ class StoreIndex:
         leaves), the sections of the leaves ``likely()`` names (``(doc_id, leaf)``: the hits as
         the leaves' int8 cosines rank them) are read into the cache, so the hits find them
         there but for a leaf the rescoring moves across the ``k``-th place (its section is read
-        after them, so its slot, which orders passages of equal scores, comes after theirs, as
-        a section read by an earlier question may)."""
+        after them)."""
         reading = _submit(self._taken(at, rows, vector))
         try:
             leaves = likely()
@@ -526,8 +526,8 @@ class StoreIndex:
                 if end > entries[0].length:
                     raise ValueError(f"spans[{i}]: {start}-{end} is not a span of {doc_id!r} (0-{entries[0].length})")
                 for entry in entries:
-                    for i in overlapping(entry.starts, entry.ends, start, end):
-                        leaf = entry.first_leaf + i
+                    for j in overlapping(entry.starts, entry.ends, start, end):
+                        leaf = entry.first_leaf + j
                         best[(doc_id, leaf)] = max(best.get((doc_id, leaf), float("-inf")), score)
         return self._hits(at, sorted(best.items(), key=lambda item: (-item[1], item[0])))
 
@@ -568,8 +568,8 @@ class StoreIndex:
         keys = [
             key
             for h in hits
-            if isinstance(h, Hit) and isinstance(h.doc_id, str) and isinstance(h.start, int)
-            for key in at.docs.over(h.doc_id, h.start, h.start)
+            if isinstance(h, Hit) and isinstance(h.doc_id, str) and isinstance(h.start, (int, np.integer))
+            for key in at.docs.over(h.doc_id, int(h.start), int(h.start))
         ]
         documents: dict[str, list[Cached]] = {}
         for entry in self._entries(at, keys).values():

@@ -346,8 +346,8 @@ def section_parts(
     ``(start, end, parent, section, level)``, parents first, as :func:`cut` writes them), each
     with its text, nodes, leaves, sentences and words; the whole document as one part when
     its tree is not one a section's part can hold (a root with nodes, leaves or sentences of
-    another section, or a word across a section's end). Expansion never leaves a section,
-    so a hit's part answers as its whole document would.
+    another section, or a word across a section's end) or holds at most one section. Expansion
+    never leaves a section, so a hit's part answers as its whole document would.
 
     >>> import json
     >>> text = "# A\\n\\nOne.\\n\\n# B\\n\\nTwo."
@@ -359,7 +359,7 @@ def section_parts(
     whole = [Part(0, text, json.dumps(headings, ensure_ascii=False), nodes, leaves, sentences, words, 0)]
     roots = np.flatnonzero(nodes[:, 2] < 0)
     if len(roots) < 2:
-        return whole if len(roots) else []
+        return whole  # one section, or none (a blank text: one part still holds its metadata)
     ends = np.append(roots[1:], len(nodes))
     first_leaves = np.searchsorted(leaves, roots)
     last_leaves = np.append(first_leaves[1:], len(leaves))
