@@ -90,12 +90,12 @@ class DocumentCache:
         self.free: list[int] = []
         self.next_label = 0
 
-    def of_leaves(self, leaves: Iterable[tuple[str, int]]) -> list[Key]:
-        """What holds each of the leaves ``(doc_id, leaf)`` (those of documents the store holds)."""
+    def of_leaves(self, leaves: Iterable[tuple[str, int]], by_start: bool = False) -> list[Key]:
+        """What holds each of the leaves ``(doc_id, leaf)`` (those of documents the store holds);
+        ``by_start``: of ``(doc_id, start)``, what holds each code point ``start``."""
         if self.side is None:
             return [doc_id for doc_id, _ in leaves]
-        found = (self.side.part_of(doc_id, leaf) for doc_id, leaf in leaves)
-        return [part for part in found if part is not None]
+        return list(self.side.parts_of(list(leaves), by_start))
 
     def over(self, doc_id: str, start: int, end: int) -> list[Key]:
         """What holds the document ``doc_id``'s code points ``start`` to ``end``."""

@@ -565,12 +565,13 @@ class StoreIndex:
     def _read_for(self, at: _Checkout, hits: Iterable[object]) -> dict[str, list[Cached]]:
         """The read sections (or documents) of the hits' leaves (by where each starts), by document;
         the lock is held."""
-        keys = [
-            key
+        starts = [
+            (h.doc_id, int(h.start))
             for h in hits
             if isinstance(h, Hit) and isinstance(h.doc_id, str) and isinstance(h.start, (int, np.integer))
-            for key in at.docs.over(h.doc_id, int(h.start), int(h.start))
+            if 0 <= h.start < 1 << 32  # else not a leaf: leaf_labels says so
         ]
+        keys = at.docs.of_leaves(starts, by_start=True)
         documents: dict[str, list[Cached]] = {}
         for entry in self._entries(at, keys).values():
             documents.setdefault(entry.doc_id, []).append(entry)

@@ -399,6 +399,9 @@ class Side:
         self.doc_rows = {d: i for i, d in enumerate(self.doc_ids)}
         self.part_ptr, self.part_base, self.part_leaf = arrays["part_ptr"], arrays["part_base"], arrays["part_leaf"]
         self.doc_length = arrays["doc_length"]
+        # each part's document in the high half: one search finds many leaves' parts
+        doc_of_part = np.repeat(np.arange(len(self.doc_ids), dtype=np.int64), np.diff(self.part_ptr)) << 32
+        self._leaf_keys, self._base_keys = doc_of_part | self.part_leaf, doc_of_part | self.part_base
         self._parts = pa.ipc.open_file(pa.OSFile(os.fspath(folder / "parts.arrow")))
         if len(self.part_ptr) != len(self.doc_ids) + 1 or self._parts.num_record_batches != self.part_ptr[-1]:
             raise ValueError(
@@ -445,13 +448,14 @@ class Side:
             batches = [self._parts.get_batch(r) for r in rows]
         return pa.Table.from_batches(batches, self._parts.schema)
 
-    def part_of(self, doc_id: str, leaf: int) -> int | None:
-        """The part that holds leaf ``leaf`` of ``doc_id`` (None: not a document of the side)."""
-        d = self.doc_rows.get(doc_id)
-        if d is None:
-            return None
-        lo, hi = int(self.part_ptr[d]), int(self.part_ptr[d + 1])
-        return lo + max(int(np.searchsorted(self.part_leaf[lo:hi], leaf, "right")) - 1, 0)
+    def parts_of(self, leaves: list[tuple[str, int]], by_start: bool = False) -> list[int]:
+        """The part of each of the ``leaves`` ``(doc_id, leaf)`` of documents the side holds
+        (those of others left out); ``by_start``: of ``(doc_id, start)``, the part each code
+        point ``start`` is in."""
+        found = [(self.doc_rows.get(d), x) for d, x in leaves]
+        keys = np.array([(d << 32) | x for d, x in found if d is not None], np.int64)
+        parts = np.searchsorted(self._base_keys if by_start else self._leaf_keys, keys, "right") - 1
+        return [int(p) for p in parts.tolist()]
 
     def parts_over(self, doc_id: str, start: int, end: int) -> range:
         """The parts of ``doc_id`` that code points ``start`` to ``end`` touch (at least the one
