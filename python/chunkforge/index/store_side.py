@@ -44,7 +44,7 @@ import numpy as np
 from .._search import EXACT_MAX, int8_cosines, int8_rows, top_k
 from ..errors import InputError
 from .bm25 import BM25
-from .store_tables import DOCS, LANCEDB_EXTRA, LEAVES, PARENTS, _lancedb, is_local
+from .store_tables import DOCS, LANCEDB_EXTRA, LEAVES, PARENTS, _lancedb, is_local, schemas
 from .trees import read_rows, section_parts
 
 if TYPE_CHECKING:
@@ -157,19 +157,9 @@ def _write_parts(work: Path, docs: Any) -> list[str]:
     (``part_leaf``) and each document's length (``doc_length``); returns the documents' ids."""
     import pyarrow as pa
 
-    schema = pa.schema(
-        [
-            ("doc_id", pa.string()),
-            ("base", pa.int64()),
-            ("text", pa.large_string()),
-            ("metadata", pa.string()),
-            ("headings", pa.string()),
-            ("nodes", pa.list_(pa.int64())),
-            ("leaves", pa.list_(pa.int64())),
-            ("sentences", pa.list_(pa.int64())),
-            ("words", pa.binary()),
-        ]
-    )
+    columns = schemas(1)[DOCS]  # the docs table's columns (but its shard), and each part's start
+    kept = [f for f in columns if f.name not in ("doc_id", "shard")]
+    schema = pa.schema([columns.field("doc_id"), pa.field("base", pa.int64()), *kept])
     names = ["doc_id", "text", "metadata", "headings", "nodes", "leaves", "sentences"]
     with_words = "words" in docs.schema.names
     doc_ids: list[str] = []
