@@ -2,10 +2,12 @@
 //! pairs of sentences and sentence leaves; hits and options from the input.
 //! Passages lie in their document, never share a character, count exactly
 //! the tokens of their text (a re-encode) and fit the budget together; every
-//! hit is covered by a passage or dropped.
+//! hit is covered by a passage or dropped. The same documents added as their
+//! sections, each a part of its document (as a store's reader adds them), give
+//! the same payload.
 #![no_main]
 
-use _native::expand::{DocInput, Order, Pack, Params, Store};
+use _native::expand::{Doc, DocInput, Order, Pack, Params, Store};
 use _native::segment::sentences;
 use _native::spans::bytes_to_chars;
 use chunkforge_fuzz::{count, Input};
@@ -65,7 +67,7 @@ fuzz_target!(|data: &[u8]| {
         labels += leaves.len() as u64;
         leaf_docs.extend(std::iter::repeat_n(d, leaves.len()));
         let headings = vec![vec![]; nodes.iter().map(|n| n.3 as usize + 1).max().unwrap_or(0)];
-        let doc = _native::expand::Doc::new(tk, DocInput { text: (*t).into(), sentences, nodes, leaves, headings }, None).unwrap();
+        let doc = Doc::new(tk, DocInput { text: (*t).into(), part: (0, NONE), sentences, nodes, leaves, headings }, None).unwrap();
         store.add(doc, &ids).unwrap();
     }
     if labels == 0 {
@@ -111,4 +113,43 @@ fuzz_target!(|data: &[u8]| {
         assert!(seen[i] || hits[..i].iter().any(|h| h.0 == leaf), "hit {i} is neither in a passage nor dropped");
     }
     let _ = leaf_docs;
+    // the documents' sections as parts, their leaves labelled as above: the same passages
+    let (parts, part_doc) = sections_as_parts(tk, &docs);
+    let again = parts.expand(tk, &hits, &params).unwrap();
+    let view = |out: &_native::expand::Payload, doc_of: &dyn Fn(u32) -> usize| {
+        out.passages.iter().map(|p| (doc_of(p.doc), p.start, p.end, p.tokens, p.score.to_bits(), p.hits.to_vec())).collect::<Vec<_>>()
+    };
+    assert_eq!(view(&payload, &|slot| slot as usize), view(&again, &|slot| part_doc[slot as usize]), "{params:?}");
+    assert_eq!(payload.dropped, again.dropped);
 });
+
+/// A store of each document's sections (its tree's roots), each added as a part of
+/// its document, and the document of each slot.
+fn sections_as_parts(tk: &_native::tokenizer::Tokenizer, docs: &[&str]) -> (Store, Vec<usize>) {
+    let (mut store, mut part_doc, mut next) = (Store::default(), vec![], 0u64);
+    for (d, t) in docs.iter().enumerate() {
+        let (sentences, nodes, leaves) = tree(t);
+        let chars: Vec<usize> = t.char_indices().map(|x| x.0).chain([t.len()]).collect();
+        let roots: Vec<usize> = (0..nodes.len()).filter(|&i| nodes[i].2 == NONE).collect();
+        for (k, &r) in roots.iter().enumerate() {
+            let until = roots.get(k + 1).copied().unwrap_or(nodes.len());
+            let (base, end, _, section) = nodes[r];
+            let local = |n: &(u32, u32, u32, u32)| (n.0, n.1, if n.2 == NONE { NONE } else { n.2 - r as u32 }, 0);
+            let own: Vec<u32> = leaves.iter().filter(|&&l| (r..until).contains(&(l as usize))).map(|&l| l - r as u32).collect();
+            let input = DocInput {
+                text: t[chars[base as usize]..chars[end as usize]].into(),
+                part: (base, d as u32),
+                sentences: sentences.iter().filter(|x| x.2 == section).map(|x| (x.0, x.1, 0)).collect(),
+                nodes: nodes[r..until].iter().map(local).collect(),
+                leaves: own.clone(),
+                headings: vec![vec![]],
+            };
+            let labels: Vec<u64> = (next..next + own.len() as u64).collect();
+            next += own.len() as u64;
+            let slot = store.add(Doc::new(tk, input, None).unwrap(), &labels).unwrap();
+            part_doc.resize(slot + 1, 0);
+            part_doc[slot] = d;
+        }
+    }
+    (store, part_doc)
+}

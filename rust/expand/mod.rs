@@ -307,6 +307,10 @@ impl Store {
                     groups.entry((u.doc, u.parent)).or_insert_with(|| (children(), vec![])).1.push(i);
                 }
             }
+            // in the order of their first members, not of the map: the parents' order (and so
+            // the order their scores are summed in next round) follows the hits, not the slots
+            let mut groups: Vec<_> = groups.into_iter().collect();
+            groups.sort_unstable_by_key(|(_, (_, members))| members[0]);
             let mut merged = vec![false; units.len()];
             let mut parents = vec![];
             for ((doc, parent), (children, members)) in groups {
