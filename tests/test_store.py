@@ -651,6 +651,8 @@ def test_a_side_reads_sections_and_answers_as_whole_documents(job, encoder, opti
         assert payload_view(a) == payload_view(memory.expand(hits, **options))
         numpy_spans = [dataclasses.replace(h, start=np.int64(h.start), end=np.int64(h.end)) for h in hits]
         assert payload_view(sided.expand(numpy_spans, **options)) == payload_view(a)
+        with pytest.raises(ValueError, match="is not a leaf of this store"):  # NotInIndexError
+            sided.expand([dataclasses.replace(hits[0], start=-1)], **options)
         asked = sided.query(question, k=12, floor=None, **options)
         assert payload_view(asked) == payload_view(plain.expand(hits, ExpandOptions.recommended(None, **options)))
     for d in records()[:4]:

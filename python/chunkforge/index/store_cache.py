@@ -95,7 +95,7 @@ class DocumentCache:
         ``by_start``: of ``(doc_id, start)``, what holds each code point ``start``."""
         if self.side is None:
             return [doc_id for doc_id, _ in leaves]
-        return list(self.side.parts_of(list(leaves), by_start))
+        return list(self.side.parts_of(list(leaves), by_start))  # list[int] is no list[Key] to mypy
 
     def over(self, doc_id: str, start: int, end: int) -> list[Key]:
         """What holds the document ``doc_id``'s code points ``start`` to ``end``."""

@@ -569,7 +569,6 @@ class StoreIndex:
             (h.doc_id, int(h.start))
             for h in hits
             if isinstance(h, Hit) and isinstance(h.doc_id, str) and isinstance(h.start, (int, np.integer))
-            if 0 <= h.start < 1 << 32  # else not a leaf: leaf_labels says so
         ]
         keys = at.docs.of_leaves(starts, by_start=True)
         documents: dict[str, list[Cached]] = {}

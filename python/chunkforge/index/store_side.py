@@ -440,10 +440,10 @@ class Side:
 
     def parts_of(self, leaves: list[tuple[str, int]], by_start: bool = False) -> list[int]:
         """The part of each of the ``leaves`` ``(doc_id, leaf)`` of documents the side holds
-        (those of others left out); ``by_start``: of ``(doc_id, start)``, the part each code
-        point ``start`` is in."""
+        (those of others, and offsets no document has, left out); ``by_start``: of ``(doc_id,
+        start)``, the part each code point ``start`` is in."""
         found = [(self.doc_rows.get(d), x) for d, x in leaves]
-        keys = np.array([(d << 32) | x for d, x in found if d is not None], np.int64)
+        keys = np.array([(d << 32) | x for d, x in found if d is not None and 0 <= x < 1 << 32], np.int64)
         parts = np.searchsorted(self._base_keys if by_start else self._leaf_keys, keys, "right") - 1
         return [int(p) for p in parts.tolist()]
 
