@@ -2,7 +2,9 @@
 tree dataset, in one run: the question's embedding, LanceDB's searches (nearest leaves,
 full text, the best parents' leaves), reading the hit sections (from the side's copy; without a
 side, whole documents by LanceDB's docs query) and decoding them, their insertion into the native
-expander, and the rest (fusion, expansion, packing).
+expander, and the rest (fusion, expansion, packing). With a side, its graph is searched on its own thread
+while the best BM25 parents' leaves are scored and their sections read: "side: graph" is the wait
+for it that is left.
 
 The dataset and store are those ``store_growth.py --workdir DIR`` writes (``DIR/d<N>`` and
 ``DIR/s<N>``). Each index answers ``store_growth.QUESTIONS`` (warm: asked before, their
@@ -75,7 +77,16 @@ def instrument(encoder: Encoder) -> Stages:
     DocumentCache._rows = stages.timed("read the hit sections", reading_rows)  # type: ignore[method-assign]
     store_cache.read_rows = stages.timed("read the hit sections", store_cache.read_rows)  # their columns decoded
     DocumentCache._insert = stages.timed("insert into the expander", DocumentCache._insert)  # type: ignore[method-assign]
-    store.Side.ranked = stages.timed("side: graph, BM25, best parents' leaves", store.Side.ranked)  # type: ignore[method-assign]
+    for name in ("lexical", "pooled", "bm25"):
+        setattr(store.Side, name, stages.timed("side: BM25, best parents' leaves", getattr(store.Side, name)))
+    nearest_later = store.Side.nearest_later
+
+    def waited(self: store.Side, *args: Any) -> Any:
+        future = nearest_later(self, *args)
+        future.result = stages.timed("side: graph (its wait)", future.result)  # type: ignore[method-assign]
+        return future
+
+    store.Side.nearest_later = waited  # type: ignore[method-assign]
     return stages
 
 
@@ -194,8 +205,9 @@ def lance_side(
         print(json.dumps(row), flush=True)
 
         def side_ranked(i: int) -> Any:
-            v = vectors[i]
-            return at.side.ranked(questions[i], v / np.linalg.norm(v), DENSE_POOL, BM25_POOL)
+            side, unit = at.side, vectors[i] / np.linalg.norm(vectors[i])
+            best, rows = side.lexical(questions[i], BM25_POOL), side.nearest(unit, DENSE_POOL)
+            return side.pooled(best, unit), side.bm25(questions[i], np.concatenate([side.leaf_parent[rows], best]))
 
         last = list(range(len(questions) - distinct, len(questions)))
         cold, _ = timed(side_ranked, last)

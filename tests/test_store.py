@@ -289,8 +289,9 @@ def test_document_cache_stays_within_cache_bytes(job, encoder):
             assert spans(tight.expand(hits, parent=True)) == spans(wide)
             docs = tight._now.docs
             assert docs.cached_bytes <= tight.cache_bytes
-            # the expander's slots are reused: as many as held at once (and a search's 2 new ones)
-            assert max(entry.slot for entry in docs.cache.values()) < held + 2
+            # the expander's slots are reused: as many as held at once (and a search's 2 new ones,
+            # with a side 2 more: the best BM25 parents' leaves read while the graph is searched)
+            assert max(entry.slot for entry in docs.cache.values()) < held + (4 if side else 2)
             held = max(held, len(docs.cache))
         assert len(tight._now.docs.cache) < len(roomy._now.docs.cache)
         assert roomy._now.docs.cached_bytes > tight.cache_bytes  # it did evict
@@ -320,20 +321,21 @@ def test_vector_cache_keeps_the_nearest_leaves_and_changes_no_answer(job, encode
 
 @pytest.mark.parametrize("hybrid", [False, True])
 def test_a_new_question_reads_its_documents_while_its_vectors_are_read(job, encoder, monkeypatch, hybrid):
-    """With a side, the hits' documents (as the leaves' int8 cosines rank them) are read into
-    the cache while the nearest leaves' float vectors are read: here the vector read waits
-    until a document was inserted, so a reader that read them after it would fail; the hits
-    then find all their documents read, in one insertion, and the answers are a fresh plain
-    reader's."""
+    """With a side, the hits' documents are read into the cache before the nearest leaves'
+    float vectors are in: those of the best BM25 parents' leaves while the graph is searched,
+    then those of the hits as the leaves' int8 cosines rank them while the vectors are read.
+    Here the vector read waits until a document was inserted, and no insertion may come after
+    it: the hits find all their documents read, in at most two insertions, and the answers are
+    a fresh plain reader's."""
     import asyncio
     import threading
 
-    inserted: list[list[str]] = []
-    done = threading.Event()
+    inserted: list[tuple[bool, list[str]]] = []
+    done, read = threading.Event(), threading.Event()
     insert, taken = DocumentCache._insert, StoreIndex._taken
 
     def recording(self, rows, *args):
-        inserted.append(rows.column("doc_id").to_pylist())
+        inserted.append((read.is_set(), rows.column("doc_id").to_pylist()))
         done.set()
         return insert(self, rows, *args)
 
@@ -343,16 +345,20 @@ def test_a_new_question_reads_its_documents_while_its_vectors_are_read(job, enco
                 break
             await asyncio.sleep(0.01)
         assert done.is_set(), "the vectors were waited for before any document was read"
-        return await taken(self, at, rows, vector)
+        vectors = await taken(self, at, rows, vector)
+        read.set()
+        return vectors
 
     monkeypatch.setattr(DocumentCache, "_insert", recording)
     monkeypatch.setattr(StoreIndex, "_taken", after_insertion)
     for question in QUESTIONS:
         inserted.clear()
         done.clear()
+        read.clear()
         index = Index.open(job / "store.lancedb", encoder)
         hits = index.search(question, k=12, hybrid=hybrid)
-        assert len(inserted) == 1 and {h.doc_id for h in hits} <= set(inserted[0])
+        assert 1 <= len(inserted) <= 2 and not any(late for late, _ in inserted), question
+        assert {h.doc_id for h in hits} <= {d for _, ids in inserted for d in ids}
         plain = Index.open(job / "store.lancedb", encoder, side=False).search(question, k=12, hybrid=hybrid)
         assert [h.score for h in hits] == pytest.approx([h.score for h in plain], abs=1e-4)
 
@@ -693,16 +699,27 @@ def test_a_document_whose_headings_are_damaged_is_a_store_error(job, encoder, tm
         index.query("how do I install it?")
 
 
-def test_side_scores_as_bm25(tmp_path):
+@pytest.mark.parametrize(
+    ("head", "round_postings", "every_parent"),
+    [(1, 1024, 32), (3, 1024, 32), (64, 1024, 32), (1, 8, 32), (1, 8, 0), (64, 0, 32)],
+)
+def test_side_scores_as_bm25(tmp_path, monkeypatch, head, round_postings, every_parent):
     """The side's postings give the in-memory BM25's scores, passages without a word (all
     stop words) included (splitting an empty string gives one empty word), and its search of
     the best parents, which reads each term's highest shares first, finds the same ones as
-    scoring every parent."""
+    scoring every parent, however few it reads first (``head``: then four times as many a round)
+    and however soon it sums all the postings (a round over ``round_postings``), into a score
+    for every parent or for those they name (``every_parent``)."""
     import lancedb
     import pyarrow as pa
 
+    from chunkforge.index import store_side
     from chunkforge.index.bm25 import BM25
     from chunkforge.index.store_side import Side, _write_parents
+
+    monkeypatch.setattr(store_side, "HEAD_POSTINGS", head)
+    monkeypatch.setattr(store_side, "ROUND_POSTINGS", round_postings)
+    monkeypatch.setattr(store_side, "SUM_EVERY_PARENT", every_parent)
 
     rng = random.Random(3)
     words = ["cats", "purr", "dogs", "bark", "ferns", "grow", "slowly", "install", "pip"]
@@ -720,18 +737,20 @@ def test_side_scores_as_bm25(tmp_path):
     memory = BM25()
     memory.add(texts)
     side = Side.__new__(Side)  # its postings alone
-    side.parents = len(texts)
+    side.parents, side.doc_ids = len(texts), ids
+    side.parent_doc, side.parent_passage = np.arange(len(texts)), np.zeros(len(texts), np.int64)
     side.vocab = {w: i for i, w in enumerate(json.loads((tmp_path / "side" / "vocab.json").read_text()))}
     for name in ("post_ptr", "post_parent", "post_rank", "post_impact"):
         setattr(side, name, np.load(tmp_path / "side" / f"{name}.npy"))
     for query in ["cats", "dogs bark", "ferns grow slowly", "install pip cats dogs", "the", "unknown words"]:
         full = memory.scores(query)
         among = np.array([5, 17, 1], np.int32)
-        best, scores = side.lexical(query, 16, among)
+        best = side.lexical(query, 16)
         matched = np.flatnonzero(full)
         assert best == matched[np.argsort(-full[matched], kind="stable")[:16]].tolist(), query
-        assert set(scores) >= set(best) | {int(p) for p in among if full[p] > 0}
-        assert all(scores[p] == pytest.approx(full[p], abs=1e-9) for p in scores), query
+        scores = side.bm25(query, np.concatenate([among, best]))
+        assert set(scores) == {(ids[p], 0) for p in [*among, *best] if full[p] > 0}, query
+        assert all(scores[ids[p], 0] == pytest.approx(full[p], abs=1e-9) for p in [*among, *best] if full[p] > 0)
 
 
 def test_side_graph_finds_each_leaf(job, encoder, tmp_path, monkeypatch):

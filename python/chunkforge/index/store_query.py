@@ -366,7 +366,7 @@ class StoreIndex:
                 best.append(ranked[0][1][1])
             return self._hits(at, [(key, cos) for key, (_, cos) in ranked])
         if side is not None:
-            rows, pooled, bm25 = side.ranked(query, unit, max(k, DENSE_POOL), BM25_POOL)
+            rows, pooled, bm25 = self._side_ranked(at, side, query, unit, k)
 
             def likely() -> list[tuple[str, int]]:
                 guess = side.scored(rows, unit)
@@ -383,6 +383,27 @@ class StoreIndex:
         if best is not None:
             best.append(top)
         return self._hits(at, scored)
+
+    def _side_ranked(
+        self, at: _Checkout, side: Side, query: str, unit: np.ndarray, k: int
+    ) -> tuple[np.ndarray, dict[tuple[str, int], tuple[int, float]], dict[tuple[str, int], float]]:
+        """As :meth:`_ranked`, from the side, for ``k`` hits: the rows of the ``max(k,
+        DENSE_POOL)`` nearest leaves; the leaves of the ``BM25_POOL`` best parents by BM25
+        (``(doc_id, leaf) -> (passage, cosine)``, the cosine from int8, as the in-memory index
+        rescores them); the BM25 scores of the parents of both that match (``(doc_id, passage)
+        -> score``). While the graph is searched, the sections of the best parents' leaves that
+        would be hits were no nearest leaf better are read into the cache."""
+        searching = side.nearest_later(unit, max(k, DENSE_POOL))
+        try:
+            best = side.lexical(query, BM25_POOL)
+            pooled, bm25 = side.pooled(best, unit), side.bm25(query, np.array(best, np.int64))
+            ahead = [leaf for leaf, _ in top_leaves(pooled, bm25, self.weights, k)[0]]
+            with at.docs.lock:
+                self._entries(at, at.docs.of_leaves(ahead))
+        finally:
+            rows = searching.result()
+        bm25.update(side.bm25(query, side.leaf_parent[rows]))
+        return rows, pooled, bm25
 
     def _rescored(
         self, at: _Checkout, rows: np.ndarray, vector: np.ndarray, likely: Callable[[], list[tuple[str, int]]]

@@ -5,11 +5,13 @@ the graph mapped, a document's row read from the file), which then answer a sear
 LanceDB's three searches and its take:
 
 - the nearest leaves: an HNSW graph (usearch) over the leaves' distinct int8 vectors
-  (:func:`int8_rows`, as the in-memory index keeps them), read in place (``view``); below
+  (:func:`int8_rows`, as the in-memory index keeps them), read in place (``view``) and searched
+  on a helper thread while the reader reads the best BM25 parents' sections; below
   :data:`EXACT_MAX` leaves an exact scan of them;
 - the parents' BM25 scores: postings by term (parent rows and each one's share of the score,
   :class:`~chunkforge.index.bm25.BM25`'s terms and formula, so the scores of the store's
-  full-text index), read from the highest shares down until the best parents are known;
+  full-text index), read from the highest shares down, four times deeper each round, until the
+  best parents are known (or summed whole, for questions of common words);
 - the leaves of the best parents: the leaves' rows by parent, rescored from int8 as in memory;
 - the documents: each one's sections (:func:`~chunkforge.index.trees.section_parts`: a hit's
   expansion never leaves its section), in an Arrow file of one record batch a section, so that
@@ -30,6 +32,7 @@ index), and they are numpy arrays a reader maps rather than loads.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import shutil
@@ -41,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._search import EXACT_MAX, int8_cosines, int8_rows, top_k
+from .._search import EXACT_MAX, helper_threads, int8_cosines, int8_rows, top_k
 from ..errors import InputError
 from .bm25 import BM25
 from .store_tables import DOCS, LANCEDB_EXTRA, LEAVES, PARENTS, _lancedb, is_local, schemas
@@ -65,6 +68,12 @@ that many). Measured on the real model's vectors (150k distinct leaves, 60 quest
 the exact 64 nearest, against 0.76 with 128, in about 2 ms."""
 HEAD_POSTINGS = 64
 """Postings of each question term a BM25 search reads first, the highest impacts."""
+ROUND_POSTINGS = 1024
+"""Postings a round of a BM25 search reads at most: past that all of its terms' postings are
+summed at once (scoring each parent read costs a search of each term's postings)."""
+SUM_EVERY_PARENT = 32
+"""Summing all of its terms' postings, a BM25 search keeps a score for every parent once the
+postings are more than 1/32 of the parents (else for the parents they name)."""
 _BATCH = 1 << 16  # rows read from a table at a time
 _DOC_BATCH = 256  # documents read from the docs table at a time
 
@@ -347,6 +356,17 @@ def int8_scores(codes: np.ndarray, scales: np.ndarray, unit: np.ndarray) -> np.n
     return np.round(int8_cosines(codes, scales, unit).astype(np.float64), 6)
 
 
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct ``values``, ascending: ``np.unique``'s, by a sort (its hash table took 70 µs
+    for the few hundred values of a query, a sort 9).
+
+    >>> _distinct(np.array([3, 1, 3, 2])).tolist()
+    [1, 2, 3]
+    """
+    ordered = np.sort(values)
+    return ordered[np.concatenate([[True], ordered[1:] != ordered[:-1]])] if len(ordered) else ordered
+
+
 def _top(scores: np.ndarray, n: int, floor: float = 0.0) -> np.ndarray:
     """The indices of the ``n`` highest positive ``scores``, highest first, ties by index (as
     a stable sort of all of them, without sorting all of them). ``floor``, when known, is at
@@ -482,46 +502,71 @@ class Side:
         rows = np.concatenate([self.copies[self.copy_ptr[v] : self.copy_ptr[v + 1]] for v in vectors] or [[]])
         return np.sort(rows[:k].astype(np.int64))
 
-    def lexical(self, query: str, pool: int, among: np.ndarray) -> tuple[list[int], dict[int, float]]:
+    def nearest_later(self, unit: np.ndarray, k: int) -> concurrent.futures.Future[np.ndarray]:
+        """:meth:`nearest` on a search helper thread: the graph's search lets go of the GIL, so the
+        caller's Python runs meanwhile (a query reads the sections of the best BM25 parents)."""
+        return helper_threads().submit(self.nearest, unit, k)
+
+    def lexical(self, query: str, pool: int) -> list[int]:
         """The ``pool`` best parent rows by BM25 for ``query``, best first (ties: the lower row
-        first), and the scores of those and of the parent rows ``among`` that match (``row ->
-        score``), as :meth:`BM25.scores` scores them. First from each term's
-        :data:`HEAD_POSTINGS` highest impacts, which is exact when no parent left unread can
-        enter the pool (each term's next impact, summed, is below the pool's last score, as
-        for most questions of rare words); else from every posting of the terms."""
-        spans = [(int(self.post_ptr[t]), int(self.post_ptr[t + 1])) for t in self._terms(query)]
-        if not spans:
-            return [], {}
-        heads = [self.post_parent[lo + self.post_rank[lo : min(lo + HEAD_POSTINGS, hi)]] for lo, hi in spans]
-        rows = np.unique(np.concatenate([*heads, among]))
+        first), as :meth:`BM25.scores` scores them. Exact without reading every posting: the
+        parents of each term's highest impacts are scored, from the :data:`HEAD_POSTINGS`
+        highest on and four times as many each round, until no parent left unread can enter the
+        pool (each term's next impact, summed, is below the pool's last score); once a round
+        would read more than :data:`ROUND_POSTINGS`, all are summed at once."""
+        spans = self._spans(query)
+        depth, floor = HEAD_POSTINGS, 0.0
+        while spans:
+            if sum(min(depth, hi - lo) for lo, hi in spans) > ROUND_POSTINGS:
+                return self._best_of_all(spans, pool, floor)
+            rows = _distinct(
+                np.concatenate([self.post_parent[lo + self.post_rank[lo : min(lo + depth, hi)]] for lo, hi in spans])
+            )
+            scores = self._scores(spans, rows)
+            best = _top(scores, pool)
+            floor = float(scores[best[-1]]) if len(best) == pool else 0.0
+            unread = sum(
+                float(self.post_impact[lo + self.post_rank[lo + depth]]) for lo, hi in spans if lo + depth < hi
+            )
+            if not unread or floor > unread:
+                return [int(r) for r in rows[best].tolist()]
+            depth *= 4
+        return []
+
+    def bm25(self, query: str, parents: np.ndarray) -> dict[tuple[str, int], float]:
+        """``(doc_id, passage) -> BM25 score`` of the parent rows ``parents`` that match ``query``
+        (the scores of :meth:`BM25.scores`)."""
+        rows = _distinct(np.asarray(parents, np.int64))
+        scores = self._scores(self._spans(query), rows)
+        found = rows[scores > 0]
+        keys = zip(self.parent_doc[found].tolist(), self.parent_passage[found].tolist(), scores[scores > 0].tolist())
+        return {(self.doc_ids[d], passage): score for d, passage, score in keys}
+
+    def _spans(self, query: str) -> list[tuple[int, int]]:
+        """The postings of each of the question's terms, as ``(first, end)``."""
+        return [(int(self.post_ptr[t]), int(self.post_ptr[t + 1])) for t in self._terms(query)]
+
+    def _best_of_all(self, spans: list[tuple[int, int]], pool: int, floor: float) -> list[int]:
+        """:meth:`lexical`'s ``pool`` best parent rows, every posting in ``spans`` summed (in the
+        order of :meth:`_scores`); ``floor``: at most the ``pool``-th best score."""
+        parents = np.concatenate([self.post_parent[lo:hi] for lo, hi in spans])
+        impacts = np.concatenate([self.post_impact[lo:hi] for lo, hi in spans])
+        if SUM_EVERY_PARENT * len(parents) > self.parents:
+            return [int(r) for r in _top(np.bincount(parents, impacts, minlength=self.parents), pool, floor).tolist()]
+        rows = _distinct(parents)
+        scores = np.bincount(np.searchsorted(rows, parents), impacts, minlength=len(rows))
+        return [int(r) for r in rows[_top(scores, pool, floor)].tolist()]
+
+    def _scores(self, spans: list[tuple[int, int]], rows: np.ndarray) -> np.ndarray:
+        """The BM25 scores of the parent ``rows`` (ascending), each term's share found by a search of
+        its postings (ordered by parent)."""
         scores = np.zeros(len(rows))
-        for lo, hi in spans:  # the exact scores of the parents read
+        for lo, hi in spans:
             postings = self.post_parent[lo:hi]
             at = np.minimum(np.searchsorted(postings, rows), hi - lo - 1)
             found = postings[at] == rows
             scores[found] += self.post_impact[lo + at[found]]
-        best = _top(scores, pool)
-        unread = sum(
-            float(self.post_impact[lo + self.post_rank[lo + HEAD_POSTINGS]])
-            for lo, hi in spans
-            if lo + HEAD_POSTINGS < hi
-        )
-        floor = float(scores[best[-1]]) if len(best) == pool else 0.0  # the parents read are scored exactly
-        if unread and floor < unread:
-            every = np.bincount(
-                np.concatenate([self.post_parent[lo:hi] for lo, hi in spans]),
-                np.concatenate([self.post_impact[lo:hi] for lo, hi in spans]),
-                minlength=self.parents,
-            )
-            scores = np.asarray(every, np.float64)  # indexed by parent row
-            best = _top(scores, pool, floor)
-            kept = np.union1d(best, among)
-            kept_scores = scores[kept]
-        else:
-            best = rows[best]
-            kept = np.union1d(best, among)
-            kept_scores = scores[np.searchsorted(rows, kept)]
-        return best.tolist(), {int(r): float(v) for r, v in zip(kept, kept_scores) if v > 0}
+        return scores
 
     def _terms(self, query: str) -> list[int]:
         return [t for t in (self.vocab.get(w) for w in set(BM25.words(query))) if t is not None]
@@ -532,18 +577,8 @@ class Side:
         cos = int8_scores(self.codes[rows], self.scales[rows], unit)
         return {(d, leaf): (p, c) for d, leaf, p, c in zip(*self.leaves(rows), cos.tolist())}
 
-    def ranked(
-        self, query: str, unit: np.ndarray, k: int, pool: int
-    ) -> tuple[np.ndarray, dict[tuple[str, int], tuple[int, float]], dict[tuple[str, int], float]]:
-        """As the store's LanceDB searches: the rows of the ``k`` nearest leaves; the leaves of
-        the ``pool`` best parents by BM25 (``(doc_id, leaf) -> (passage, cosine)``, the cosine
-        from int8, as the in-memory index rescores them); the BM25 scores of the parents of
-        both that match (``(doc_id, passage) -> score``)."""
-        near = self.nearest(unit, k)
-        best, scores = self.lexical(query, pool, np.unique(self.leaf_parent[near]))
-        pooled = [self.by_parent[self.parent_ptr[p] : self.parent_ptr[p + 1]] for p in best]
-        rows = np.sort(np.concatenate(pooled)) if pooled else np.zeros(0, np.int64)
-        lexical = self.scored(rows, unit)
-        parents = [p for p in np.unique(self.leaf_parent[np.concatenate([near, rows])]).tolist() if p in scores]
-        bm25 = zip(self.parent_doc[parents].tolist(), self.parent_passage[parents].tolist(), parents)
-        return near, lexical, {(self.doc_ids[d], passage): scores[p] for d, passage, p in bm25}
+    def pooled(self, parents: list[int], unit: np.ndarray) -> dict[tuple[str, int], tuple[int, float]]:
+        """The leaves of the parent rows ``parents`` (:meth:`scored`): as the in-memory index
+        rescores the leaves of its best BM25 parents."""
+        pooled = [self.by_parent[self.parent_ptr[p] : self.parent_ptr[p + 1]] for p in parents]
+        return self.scored(np.sort(np.concatenate(pooled)) if pooled else np.zeros(0, np.int64), unit)
