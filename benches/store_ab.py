@@ -63,8 +63,9 @@ def main() -> None:
     parser.add_argument("--b-store", type=Path, required=True)
     parser.add_argument("--blocks", type=int, default=6, help="blocks of questions (even: each version first as often)")
     parser.add_argument("--block", type=int, default=60, help="distinct questions a block")
+    parser.add_argument("--skip", type=int, default=0, help="questions left out first (new to a store asked before)")
     args = parser.parse_args()
-    questions = distinct_questions(args.blocks * args.block)
+    questions = distinct_questions(args.skip + args.blocks * args.block)[args.skip :]
     versions = {"A": (args.a, args.a_store), "B": (args.b, args.b_store)}
     rows = []
     for i in range(args.blocks):
