@@ -3,8 +3,8 @@ tree dataset, in one run: the question's embedding, LanceDB's searches (nearest 
 full text, the best parents' leaves), reading the hit sections (from the side's copy; without a
 side, whole documents by LanceDB's docs query) and decoding them, their insertion into the native
 expander, and the rest (fusion, expansion, packing). With a side, its graph is searched on its own thread
-while the best BM25 parents' leaves are scored and their sections read: "side: graph" is the wait
-for it that is left.
+while the best BM25 parents' leaves are scored and their sections read: "side: graph (its wait)"
+is the wait for it that is left.
 
 The dataset and store are those ``store_growth.py --workdir DIR`` writes (``DIR/d<N>`` and
 ``DIR/s<N>``). Each index answers ``store_growth.QUESTIONS`` (warm: asked before, their

@@ -324,37 +324,49 @@ def test_a_new_question_reads_its_documents_while_its_vectors_are_read(job, enco
     """With a side, the hits' documents are read into the cache before the nearest leaves'
     float vectors are in: those of the best BM25 parents' leaves while the graph is searched,
     then those of the hits as the leaves' int8 cosines rank them while the vectors are read.
-    Here the vector read waits until a document was inserted, and no insertion may come after
+    Here the vector read waits until that second read is done, and no insertion may come after
     it: the hits find all their documents read, in at most two insertions, and the answers are
     a fresh plain reader's."""
     import asyncio
     import threading
 
     inserted: list[tuple[bool, list[str]]] = []
-    done, read = threading.Event(), threading.Event()
-    insert, taken = DocumentCache._insert, StoreIndex._taken
+    rescoring, done, read = threading.Event(), threading.Event(), threading.Event()
+    insert, load, rescored, taken = DocumentCache._insert, DocumentCache.load, StoreIndex._rescored, StoreIndex._taken
 
     def recording(self, rows, *args):
         inserted.append((read.is_set(), rows.column("doc_id").to_pylist()))
-        done.set()
         return insert(self, rows, *args)
+
+    def loading(self, keys):
+        try:
+            return load(self, keys)
+        finally:
+            if rescoring.is_set():  # the read of the hits as the int8 cosines rank them
+                done.set()
+
+    def marked(self, *args):
+        rescoring.set()
+        return rescored(self, *args)
 
     async def after_insertion(self, at, rows, vector):
         for _ in range(1000):
             if done.is_set():
                 break
             await asyncio.sleep(0.01)
-        assert done.is_set(), "the vectors were waited for before any document was read"
+        assert done.is_set(), "the vectors were waited for before the hits' documents were read"
         vectors = await taken(self, at, rows, vector)
         read.set()
         return vectors
 
     monkeypatch.setattr(DocumentCache, "_insert", recording)
+    monkeypatch.setattr(DocumentCache, "load", loading)
+    monkeypatch.setattr(StoreIndex, "_rescored", marked)
     monkeypatch.setattr(StoreIndex, "_taken", after_insertion)
     for question in QUESTIONS:
         inserted.clear()
-        done.clear()
-        read.clear()
+        for event in (rescoring, done, read):
+            event.clear()
         index = Index.open(job / "store.lancedb", encoder)
         hits = index.search(question, k=12, hybrid=hybrid)
         assert 1 <= len(inserted) <= 2 and not any(late for late, _ in inserted), question
@@ -701,7 +713,7 @@ def test_a_document_whose_headings_are_damaged_is_a_store_error(job, encoder, tm
 
 @pytest.mark.parametrize(
     ("head", "round_postings", "every_parent"),
-    [(1, 1024, 32), (3, 1024, 32), (64, 1024, 32), (1, 8, 32), (1, 8, 0), (64, 0, 32)],
+    [(1, 1024, 32), (3, 1024, 32), (64, 1024, 32), (1, 8, 32), (1, 8, 0), (64, 0, 32), (8, 40, 32), (8, 40, 0)],
 )
 def test_side_scores_as_bm25(tmp_path, monkeypatch, head, round_postings, every_parent):
     """The side's postings give the in-memory BM25's scores, passages without a word (all
@@ -742,6 +754,13 @@ def test_side_scores_as_bm25(tmp_path, monkeypatch, head, round_postings, every_
     side.vocab = {w: i for i, w in enumerate(json.loads((tmp_path / "side" / "vocab.json").read_text()))}
     for name in ("post_ptr", "post_parent", "post_rank", "post_impact"):
         setattr(side, name, np.load(tmp_path / "side" / f"{name}.npy"))
+    floors: list[float] = []
+    best_of_all = Side._best_of_all
+    monkeypatch.setattr(
+        Side,
+        "_best_of_all",
+        lambda self, spans, pool, floor: floors.append(floor) or best_of_all(self, spans, pool, floor),
+    )
     for query in ["cats", "dogs bark", "ferns grow slowly", "install pip cats dogs", "the", "unknown words"]:
         full = memory.scores(query)
         among = np.array([5, 17, 1], np.int32)
@@ -751,6 +770,8 @@ def test_side_scores_as_bm25(tmp_path, monkeypatch, head, round_postings, every_
         scores = side.bm25(query, np.concatenate([among, best]))
         assert set(scores) == {(ids[p], 0) for p in [*among, *best] if full[p] > 0}, query
         assert all(scores[ids[p], 0] == pytest.approx(full[p], abs=1e-9) for p in [*among, *best] if full[p] > 0)
+    if round_postings == 40:  # summed whole after a round that knew a floor: only scores from it up are ranked
+        assert any(f > 0 for f in floors)
 
 
 def test_side_graph_finds_each_leaf(job, encoder, tmp_path, monkeypatch):

@@ -392,16 +392,19 @@ class StoreIndex:
         (``(doc_id, leaf) -> (passage, cosine)``, the cosine from int8, as the in-memory index
         rescores them); the BM25 scores of the parents of both that match (``(doc_id, passage)
         -> score``). While the graph is searched, the sections of the best parents' leaves that
-        would be hits were no nearest leaf better are read into the cache."""
+        would be hits were no nearest leaf better are read into the cache (at most ``k``; most
+        often they are hits)."""
         searching = side.nearest_later(unit, max(k, DENSE_POOL))
         try:
             best = side.lexical(query, BM25_POOL)
-            pooled, bm25 = side.pooled(best, unit), side.bm25(query, np.array(best, np.int64))
+            pooled, bm25 = side.pooled(best, unit), side.bm25(query, np.array(best))
             ahead = [leaf for leaf, _ in top_leaves(pooled, bm25, self.weights, k)[0]]
             with at.docs.lock:
                 self._entries(at, at.docs.of_leaves(ahead))
-        finally:
-            rows = searching.result()
+        except BaseException:
+            searching.cancel()
+            raise
+        rows = searching.result()
         bm25.update(side.bm25(query, side.leaf_parent[rows]))
         return rows, pooled, bm25
 
