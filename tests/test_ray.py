@@ -137,12 +137,15 @@ def test_embed_documents_gives_the_local_rows(cluster, job) -> None:
 
 def test_index_job_on_ray_writes_the_local_job_s_shards(cluster, tmp_path: Path) -> None:
     """``embed-docs --index --ray``: the leaves with their vectors and every document's tree,
-    text and metadata are the local job's, byte for byte (the manifests' SHA-256 of each file)."""
+    text and metadata are the local job's, byte for byte (the manifests' SHA-256 of each file),
+    at the same ONNX Runtime thread count (its sums depend on it: the local job's default is
+    every core, an actor's its share)."""
     records = [{**d, "acl": "staff" if i % 3 == 0 else "public"} for i, d in enumerate(small_docs())]
     docs = write_jsonl(tmp_path / "docs.jsonl", records)
     manifests = []
     for out, extra in ((tmp_path / "local", ()), (tmp_path / "ray", ("--ray", cluster.address))):
-        args = ["embed-docs", str(docs), "--out", str(out), "--index", "--shard-docs", "4", "--on-overflow", "error"]
+        args = ["embed-docs", str(docs), "--out", str(out), "--index", "--shard-docs", "4", "--threads", "1"]
+        args += ["--on-overflow", "error"]
         done = subprocess.run([sys.executable, "-m", "chunkforge", *args, *extra], capture_output=True, timeout=600)
         assert done.returncode == 0, done.stderr.decode()[-3000:]
         manifests.append(bulk.read_manifest(out))
