@@ -168,6 +168,9 @@ def main() -> None:
     parser.add_argument("--out", help="write the Markdown report here")
     parser.add_argument("--dump", type=Path, help="write each side's text of every document here, then stop")
     parser.add_argument("--check", action="store_true", help="check every quote resolves once on each side, then stop")
+    parser.add_argument(
+        "--save-recalls", help="write each side's per-question recall here (npz; retrieval_ab.py reads it)"
+    )
     args = parser.parse_args()
     docs = load_documents(args.data)
     questions = load_questions()
@@ -231,6 +234,8 @@ def evaluate(docs: list[dict], questions: list[dict], args: argparse.Namespace) 
             payloads = [index.query(q["query"], budget_tokens=b) for q in questions]
             s = score(queries, [[Span(p.doc_id, p.start, p.end) for p in pl.passages] for pl in payloads], measure)
             results[side]["recall"][b], results[side]["iou"][b] = s.recall, s.iou
+    if args.save_recalls:
+        np.savez(args.save_recalls, **{f"{side} @{b}": r["recall"][b] for side, r in results.items() for b in BUDGETS})
     fmt = np.array([q["format"] for q in questions])
     has = {s: np.array([s in q["slices"] for q in questions]) for s in SLICES}
     slices = [("all", np.ones(len(questions), bool))] + [(f, fmt == f) for f in FORMATS]

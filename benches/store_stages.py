@@ -56,10 +56,9 @@ class Stages:
 
 
 def instrument(encoder: Encoder) -> Stages:
-    """Wraps the encoder's question embedding, the store's LanceDB searches, its reads of the hit
-    documents (LanceDB's docs query, or the side's copy) and their insertion, and its side's
-    searches (with a side, "LanceDB: searches" is the wait for the nearest leaves' rows left
-    after the hit sections were read and inserted meanwhile)."""
+    """Wraps the encoder's question embedding, the store's LanceDB searches (none with a side: its
+    reader reads no table for an unfiltered question), its reads of the hit documents (LanceDB's
+    docs query, or the side's copy) and their insertion, and its side's searches."""
     stages = Stages()
     encoder.embed_query = stages.timed("embed the question", encoder.embed_query)  # type: ignore[method-assign]
     run = store._run
@@ -163,7 +162,7 @@ def lance_side(
     for v in vectors:
         cos = stored @ v / norms
         exact.append(float(-np.partition(-cos, DENSE_POOL - 1)[DENSE_POOL - 1]))
-    del stored, table
+    del table
 
     def timed(run: Callable[[Any], Any], items: list[Any]) -> tuple[float, list[Any]]:
         times, out = [], []
@@ -188,19 +187,18 @@ def lance_side(
         row = {"search": "nearest", "nprobes": nprobes, "refine": refine, "cold p50": cold, "warm p50": warm}
         print(json.dumps({**row, "recall": round(recall, 4)}), flush=True)
 
-    if at.side is not None:  # the side's graph, its leaves' vectors read by row
+    if at.side is not None:  # the side's graph, its leaves scored from their int8 copies
         own = slice(len(settings) * distinct, (len(settings) + 1) * distinct)
 
         def side_nearest(v: Any) -> Any:
-            rows = at.side.nearest(v / np.linalg.norm(v), DENSE_POOL)
-            at.vectors.clear()  # each search reads its vectors
-            return store._run(index._taken(at, rows, v))  # type: ignore[attr-defined]
+            unit = v / np.linalg.norm(v)
+            rows = at.side.nearest(unit, DENSE_POOL)
+            at.side.scored(rows, unit)
+            return stored[rows] @ v / norms[rows]  # their float cosines, for the recall
 
         cold, found = timed(side_nearest, vectors[own])
         warm, _ = timed(side_nearest, vectors[own])
-        recall = float(
-            np.mean([sum(c >= e - 1e-5 for _, c in f.values()) / DENSE_POOL for f, e in zip(found, exact[own])])
-        )
+        recall = float(np.mean([np.sum(f >= e - 1e-5) / DENSE_POOL for f, e in zip(found, exact[own])]))
         row = {"search": "nearest (side)", "cold p50": cold, "warm p50": warm, "recall": round(recall, 4)}
         print(json.dumps(row), flush=True)
 

@@ -685,3 +685,22 @@ def test_passages_do_not_cross_a_section_boundary(encoder):
     # within one section, touching leaves still make one passage
     cats = [h for h in leaves if h.heading_path == ("Cats",)]
     assert [(p.start, p.end) for p in index.expand(cats).passages] == [(0, 59)]
+
+
+def test_every_leaf_is_scored_from_its_int8_copy(encoder):
+    """One rule whichever search found a leaf: a dense hit's score is the question's cosine
+    with its leaf's vector in int8 (as the best BM25 parents' leaves are scored, and as a store
+    scores every leaf from its side without reading a vector), best first; not the graph's
+    float cosine, which differs in the fifth decimal."""
+    from chunkforge._search import int8_cosines, int8_rows, normalized
+
+    index = Index.build(small_docs(), encoder, search_prefix=False)
+    differs = 0
+    for question in ("how do I install it?", "unicode identifiers in Rust", "what does the licence allow?"):
+        hits = index.search(question, k=20, hybrid=False)
+        unit = normalized(encoder.embed_query(question)[None, :])[0]
+        vectors = encoder.embed([h.text for h in hits])
+        assert [h.score for h in hits] == pytest.approx(int8_cosines(*int8_rows(vectors), unit).tolist(), abs=1e-6)
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        differs += int(np.abs(normalized(vectors) @ unit - np.array([h.score for h in hits])).max() > 1e-5)
+    assert differs  # the float cosines would have been seen

@@ -30,6 +30,7 @@ from chunkforge.index import store_query as store_module  # noqa: E402
 from chunkforge.index.fusion import BM25_POOL  # noqa: E402
 from chunkforge.index.store import StoreError, StoreIndex, write_store  # noqa: E402
 from chunkforge.index.store_cache import DocumentCache  # noqa: E402
+from chunkforge.index.store_tables import LEAVES  # noqa: E402
 
 from conftest import corpus  # noqa: E402
 
@@ -297,82 +298,49 @@ def test_document_cache_stays_within_cache_bytes(job, encoder):
         assert roomy._now.docs.cached_bytes > tight.cache_bytes  # it did evict
 
 
-def test_vector_cache_keeps_the_nearest_leaves_and_changes_no_answer(job, encoder, monkeypatch):
-    """The float vectors of a search's nearest leaves are kept (least recently used out, at
-    most ``VECTOR_CACHE_ROWS``), so a question asked again reads none; a reader with them kept
-    answers as one that has just opened."""
-    from chunkforge.index.fusion import DENSE_POOL
-
-    monkeypatch.setattr(store_module, "VECTOR_CACHE_ROWS", 2 * DENSE_POOL)
-    index = Index.open(job / "store.lancedb", encoder)
-    at = index._now
-    for question in QUESTIONS * 2:
-        hits = index.search(question, k=10)
-        fresh = Index.open(job / "store.lancedb", encoder).search(question, k=10)
-        assert [(h.id, h.score) for h in hits] == [(h.id, h.score) for h in fresh]
-        assert len(at.vectors) <= 2 * DENSE_POOL
-        vector = encoder.embed_query(question)
-        nearest = at.side.nearest(vector / np.linalg.norm(vector), DENSE_POOL).tolist()
-        assert set(nearest) <= set(at.vectors)  # asked again: nothing to read
-        kept = np.stack([at.vectors[r] for r in nearest])
-        assert np.array_equal(store_module.int8_rows(kept)[0], at.side.codes[nearest])
-    assert len(at.vectors) == 2 * DENSE_POOL  # more were read than it keeps
-
-
 @pytest.mark.parametrize("hybrid", [False, True])
-def test_a_new_question_reads_its_documents_while_its_vectors_are_read(job, encoder, monkeypatch, hybrid):
-    """With a side, the hits' documents are read into the cache before the nearest leaves'
-    float vectors are in: those of the best BM25 parents' leaves while the graph is searched,
-    then those of the hits as the leaves' int8 cosines rank them while the vectors are read.
-    Here the vector read waits until that second read is done, and no insertion may come after
-    it: the hits find all their documents read, in at most two insertions, and the answers are
-    a fresh plain reader's."""
-    import asyncio
-    import threading
+def test_a_side_reader_reads_no_vector_and_its_hits_sections_at_most_twice(job, encoder, monkeypatch, hybrid):
+    """With a side, an unfiltered search never reads the leaves table: every leaf is scored
+    from its int8 copy, as in memory. Its hits' sections are read in at most two insertions
+    (the best BM25 parents' leaves while the graph is searched, then the hits missing), and the
+    answers are a plain reader's (LanceDB's searches, its vectors scored in int8 too)."""
 
-    inserted: list[tuple[bool, list[str]]] = []
-    rescoring, done, read = threading.Event(), threading.Event(), threading.Event()
-    insert, load, rescored, taken = DocumentCache._insert, DocumentCache.load, StoreIndex._rescored, StoreIndex._taken
+    class Unread:
+        def __getattr__(self, name):
+            raise AssertionError(f"the leaves table was used ({name})")
+
+    inserted: list[list[str]] = []
+    insert = DocumentCache._insert
 
     def recording(self, rows, *args):
-        inserted.append((read.is_set(), rows.column("doc_id").to_pylist()))
+        inserted.append(rows.column("doc_id").to_pylist())
         return insert(self, rows, *args)
 
-    def loading(self, keys):
-        try:
-            return load(self, keys)
-        finally:
-            if rescoring.is_set():  # the read of the hits as the int8 cosines rank them
-                done.set()
-
-    def marked(self, *args):
-        rescoring.set()
-        return rescored(self, *args)
-
-    async def after_insertion(self, at, rows, vector):
-        for _ in range(1000):
-            if done.is_set():
-                break
-            await asyncio.sleep(0.01)
-        assert done.is_set(), "the vectors were waited for before the hits' documents were read"
-        vectors = await taken(self, at, rows, vector)
-        read.set()
-        return vectors
-
     monkeypatch.setattr(DocumentCache, "_insert", recording)
-    monkeypatch.setattr(DocumentCache, "load", loading)
-    monkeypatch.setattr(StoreIndex, "_rescored", marked)
-    monkeypatch.setattr(StoreIndex, "_taken", after_insertion)
+    plain = Index.open(job / "store.lancedb", encoder, side=False)
     for question in QUESTIONS:
-        inserted.clear()
-        for event in (rescoring, done, read):
-            event.clear()
         index = Index.open(job / "store.lancedb", encoder)
+        monkeypatch.setitem(index._now.tables, LEAVES, Unread())
+        inserted.clear()
         hits = index.search(question, k=12, hybrid=hybrid)
-        assert 1 <= len(inserted) <= 2 and not any(late for late, _ in inserted), question
-        assert {h.doc_id for h in hits} <= {d for _, ids in inserted for d in ids}
-        plain = Index.open(job / "store.lancedb", encoder, side=False).search(question, k=12, hybrid=hybrid)
-        assert [h.score for h in hits] == pytest.approx([h.score for h in plain], abs=1e-4)
+        assert 1 <= len(inserted) <= 2, question
+        assert {h.doc_id for h in hits} <= {d for ids in inserted for d in ids}
+        answer = plain.search(question, k=12, hybrid=hybrid)
+        assert [h.id for h in hits] == [h.id for h in answer]
+        assert [h.score for h in hits] == pytest.approx([h.score for h in answer], abs=1e-6)  # BM25's sums: last bits
+
+
+def test_a_store_removed_under_a_reader_is_a_store_error(job, encoder, tmp_path):
+    """A reader's side (mapped arrays, an open file) would still answer once its store is removed;
+    the reader says the store is gone instead, for questions asked before as for new ones."""
+    store = tmp_path / "store.lancedb"
+    shutil.copytree(job / "store.lancedb", store)
+    index = Index.open(store, encoder)
+    assert index.query(QUESTIONS[0]).passages
+    shutil.rmtree(store)
+    for question in (QUESTIONS[0], "a question never asked before"):
+        with pytest.raises(StoreError, match="removed under this reader"):
+            index.query(question)
 
 
 def test_index_cache_holds_what_it_is_given(job, encoder, tmp_path):

@@ -29,7 +29,7 @@ def normalized(v: np.ndarray) -> np.ndarray:
 def int8_rows(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(codes, scales)``: the rows of ``v`` as unit vectors in int8, one float32 scale a row
     (a cosine within ~0.005 of float32's: ``codes @ unit * scales``). The in-memory index keeps
-    its leaves so; the store rescores the leaves of the best BM25 parents by the same rule.
+    its leaves so and scores every leaf from them; the store scores by the same rule.
 
     >>> codes, scales = int8_rows(np.array([[3.0, 4.0]]))
     >>> codes.tolist(), round(float(int8_cosines(codes, scales, np.array([0.6, 0.8]))[0]), 3)

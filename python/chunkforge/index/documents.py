@@ -378,8 +378,8 @@ class Documents:
         return self._docs[slot]  # type: ignore[return-value]
 
     def _keep_vectors(self, labels: np.ndarray, vectors: np.ndarray) -> None:
-        """Keeps an int8 copy of the leaves' unit vectors, one scale per row (rescoring
-        candidates reads them; cosines within ~0.005 of float32)."""
+        """Keeps an int8 copy of the leaves' unit vectors, one scale per row (every candidate
+        is scored from it; cosines within ~0.005 of float32)."""
         if len(labels) == 0:
             return
         top = int(labels.max()) + 1

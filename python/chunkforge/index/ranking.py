@@ -1,6 +1,8 @@
 """An :class:`~chunkforge.index.Index`'s search: the leaves nearest the question (the HNSW
 graphs, or exactly from the int8 copy of the vectors when a filter leaves a few) and, hybrid,
 the leaves of the parents BM25 ranks best, fused (:func:`~chunkforge.index.fusion.fuse`).
+Every leaf's cosine is its int8 copy's, whichever search found it (so a store, which keeps
+only the int8 copies beside its tables, scores as the index does without reading a vector).
 :class:`Ranking` searches the :class:`~chunkforge.index.documents.Documents` it extends.
 
 >>> from chunkforge.index import Index
@@ -132,7 +134,8 @@ class Ranking(Documents):
         return mask
 
     def _dense(self, vector: np.ndarray, k: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
-        """``(label, cosine)`` of the ``k`` nearest leaves (exact, from the int8 copy of the vectors, when filtered to a few)."""
+        """``(label, cosine)`` of the ``k`` nearest leaves, best first (ties: the lower label),
+        each cosine from the int8 copy (exact from it, when filtered to a few)."""
         return self._dense_started(vector, k, allowed)()
 
     def _dense_started(
@@ -142,7 +145,10 @@ class Ranking(Documents):
         first are searched on helper threads meanwhile (:meth:`Graph.start`)."""
         graph = self._graph
         if allowed is None:
-            return list if graph is None else graph.start(vector, k)
+            if graph is None:
+                return list
+            finish = graph.start(vector, k)
+            return lambda: self._rescored(finish(), vector)
         labels = np.flatnonzero(allowed)
         if len(labels) == 0:
             return list
@@ -152,4 +158,14 @@ class Ranking(Documents):
             return lambda: best
         if graph is None:
             return list
-        return lambda: graph.search(vector, k, lambda label: bool(allowed[label]))
+        return lambda: self._rescored(graph.search(vector, k, lambda label: bool(allowed[label])), vector)
+
+    def _rescored(self, found: list[tuple[int, float]], vector: np.ndarray) -> list[tuple[int, float]]:
+        """The leaves a graph found (``(label, cosine)``), their cosines from the int8 copy, best
+        first (ties: the lower label)."""
+        if not found:
+            return []
+        labels = np.array([label for label, _ in found], np.int64)
+        cos = self._cosines(labels, vector).astype(np.float64)
+        order = np.lexsort((labels, -cos))
+        return list(zip(labels[order].tolist(), cos[order].tolist()))

@@ -18,7 +18,8 @@ Beside the tables, each commit of a local store gets its side indexes
 (:mod:`~chunkforge.index.store_side`, ``<store>/side/<version>/``): an HNSW graph over the
 leaves' int8 vectors, the parents' BM25 postings, the rows of each parent's leaves and a copy
 of the documents; readers map the arrays and read a document's row from the copy, and search
-them in place of LanceDB's indexes (a filtered search still goes through LanceDB's filters).
+them in place of LanceDB's indexes, reading no vector (a leaf's cosine is its int8 copy's, as
+in memory); a filtered search still goes through LanceDB's filters.
 
 An update (the job's next run) deletes the rows of the shards that are gone and adds those of
 the new ones (a changed document rebuilds only its own shard's rows), then appends a commit.
@@ -56,7 +57,7 @@ The bulk job's tree dataset (``vectors``) into a store, then queried (in a tempo
 from __future__ import annotations
 
 from .store_cache import CACHE_BYTES, RESIDENT_PER_TEXT_BYTE
-from .store_query import INDEX_CACHE_BYTES, VECTOR_CACHE_ROWS, StoreError, StoreIndex
+from .store_query import INDEX_CACHE_BYTES, StoreError, StoreIndex
 from .store_tables import (
     COMMITS,
     DOCS,
@@ -84,7 +85,6 @@ __all__ = [
     "LEAVES",
     "PARENTS",
     "RESIDENT_PER_TEXT_BYTE",
-    "VECTOR_CACHE_ROWS",
     "AnnIndex",
     "StoreError",
     "StoreIndex",

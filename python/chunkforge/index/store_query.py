@@ -9,9 +9,7 @@ import asyncio
 import concurrent.futures
 import json
 import os
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -44,16 +42,11 @@ INDEX_CACHE_BYTES = 512 << 20
 """Bytes of LanceDB's index cache in a query process (IVF partitions and full-text posting
 lists read; its own default is 6 GB), kept across reloads. Measured at 10M leaves, 600 distinct
 questions: 512 MiB and 1 GiB answered at the same speed, in 1.7 and 1.9 GB processes."""
-VECTOR_CACHE_ROWS = 1 << 15
-"""Float vectors of the nearest leaves a query process keeps read (least recently used out;
-48 MiB of float32 at 384 dimensions, and about 0.2 KiB a row of bookkeeping): a leaf found
-again is rescored without a read from the leaves table (at 10M leaves a read of the 64 to 100
-nearest took 5.5 to 7.4 ms)."""
 NPROBES = 32
 """IVF partitions the nearest-leaves search reads (of one per 4,096 leaves)."""
 REFINE_FACTOR = 4
-"""The nearest-leaves search rescores ``REFINE_FACTOR`` times the leaves it returns with their
-full vectors, read from the leaves table. Measured on the real model's vectors at 1M leaves
+"""LanceDB's nearest-leaves search (a filtered one) rescores ``REFINE_FACTOR`` times the leaves it
+returns with their full vectors, read from the leaves table. Measured on the real model's vectors at 1M leaves
 (the same 150 new questions at each setting): 4 finds 0.71 of the exact 64 nearest, 10 finds
 0.79, but a whole query (100 leaves asked, so 1,000 vectors read) then took 43 against 35 ms at
 p50 for new questions in the growth runs, 118 against 90 ms at 10M leaves
@@ -94,18 +87,13 @@ async def _checked_out(uri: str, commit: dict[str, Any], session: Any) -> dict[s
 
 
 def _cosines(
-    vectors: np.ndarray, vector: np.ndarray, keys: tuple[list[str], list[int], list[int]], int8: bool = False
+    vectors: np.ndarray, unit: np.ndarray, keys: tuple[list[str], list[int], list[int]]
 ) -> dict[tuple[str, int], tuple[int, float]]:
     """``(doc_id, leaf) -> (passage, cosine)`` of leaves (``vectors``, ``keys``: their
-    ``doc_id``, ``leaf`` and ``passage``), the cosines computed here to 6 decimals (one rule
-    whichever search found a leaf: BLAS's last bit depends on a row's place in its block, and
-    leaves of equal text must tie exactly); ``int8``: from the vectors in int8
-    (:func:`int8_scores`)."""
-    if int8:
-        cos = int8_scores(*int8_rows(vectors), vector)
-    else:
-        wide = vectors.astype(np.float64)
-        cos = np.round(wide @ vector.astype(np.float64) / np.maximum(np.linalg.norm(wide, axis=1), 1e-12), 6)
+    ``doc_id``, ``leaf`` and ``passage``), each cosine with the unit vector ``unit`` from the
+    leaf's vector in int8 (:func:`int8_scores`): one rule whichever search found a leaf, the
+    in-memory index's and the side's."""
+    cos = int8_scores(*int8_rows(vectors), unit)
     return {(d, int(leaf)): (int(p), float(c)) for d, leaf, p, c in zip(*keys, cos)}
 
 
@@ -150,8 +138,6 @@ class _Checkout:
         self.tags = settings.get("tags", 1)
         self.level = len(self.settings.parent_tokens) + 1
         self.docs = DocumentCache(tables[DOCS], side, tokenizer, cache_bytes, f"{uri}/{DOCS}", _run)
-        self.vectors: OrderedDict[int, np.ndarray] = OrderedDict()  # leaf row -> float vector
-        self.vectors_lock = threading.Lock()
 
 
 class StoreIndex:
@@ -160,8 +146,8 @@ class StoreIndex:
     filters). Opened at the latest commit; :meth:`reload` moves to a newer one, and a query
     running meanwhile finishes on the commit it started on. Safe to share between threads.
     ``cache_bytes``: the documents kept read (resident bytes); ``index_cache_bytes``: LanceDB's
-    cache of the index parts read (together with :data:`VECTOR_CACHE_ROWS` vectors, what a query
-    process holds beyond the encoder); ``nprobes`` and ``refine_factor``: the ANN search's
+    cache of the index parts read (together, what a query process holds beyond the encoder and
+    the side's mapped files); ``nprobes`` and ``refine_factor``: the ANN search's
     (:data:`NPROBES`, :data:`REFINE_FACTOR`); ``side``: search a commit's side indexes
     (:mod:`~chunkforge.index.store_side`) when it has them, and LanceDB's indexes when filtered
     or when it has none (``False``: always LanceDB's). A path that holds no store is a
@@ -354,11 +340,12 @@ class StoreIndex:
         hybrid = True if hybrid is None else hybrid
         vector = self.encoder.embed_query(query)
         side = at.side if predicate is None else None  # a filtered search: LanceDB's filters
+        if side is not None and not side.in_store():
+            raise StoreError(f"the store {self.uri} is gone: it was removed under this reader")
         unit = normalized(vector[None, :])[0]
         if not hybrid:
             if side is not None:
-                rows = side.nearest(unit, k)
-                dense = self._rescored(at, rows, vector, lambda: list(zip(*side.leaves(rows)[:2])))  # all k are hits
+                dense = side.scored(side.nearest(unit, k), unit)
             else:
                 dense = self._read(self._nearest(at.tables[LEAVES], vector, k, predicate), LEAVES)
             ranked = sorted(dense.items(), key=lambda item: (-item[1][1], item[0]))[:k]
@@ -367,13 +354,7 @@ class StoreIndex:
             return self._hits(at, [(key, cos) for key, (_, cos) in ranked])
         if side is not None:
             rows, pooled, bm25 = self._side_ranked(at, side, query, unit, k)
-
-            def likely() -> list[tuple[str, int]]:
-                guess = side.scored(rows, unit)
-                pooled_with(guess, pooled)
-                return [leaf for leaf, _ in top_leaves(guess, bm25, self.weights, k)[0]]
-
-            dense = self._rescored(at, rows, vector, likely)
+            dense = side.scored(rows, unit)
             pooled_with(dense, pooled)
         else:
             dense, bm25 = self._read(self._ranked(at.tables, query, vector, max(k, DENSE_POOL), predicate), PARENTS)
@@ -390,7 +371,7 @@ class StoreIndex:
         """As :meth:`_ranked`, from the side, for ``k`` hits: the rows of the ``max(k,
         DENSE_POOL)`` nearest leaves; the leaves of the ``BM25_POOL`` best parents by BM25
         (``(doc_id, leaf) -> (passage, cosine)``, the cosine from int8, as the in-memory index
-        rescores them); the BM25 scores of the parents of both that match (``(doc_id, passage)
+        scores them); the BM25 scores of the parents of both that match (``(doc_id, passage)
         -> score``). While the graph is searched, the sections of the best parents' leaves that
         would be hits were no nearest leaf better are read into the cache (at most ``k``; most
         often they are hits)."""
@@ -407,24 +388,6 @@ class StoreIndex:
         rows = searching.result()
         bm25.update(side.bm25(query, side.leaf_parent[rows]))
         return rows, pooled, bm25
-
-    def _rescored(
-        self, at: _Checkout, rows: np.ndarray, vector: np.ndarray, likely: Callable[[], list[tuple[str, int]]]
-    ) -> dict[tuple[str, int], tuple[int, float]]:
-        """:meth:`_taken` of ``rows``; while their vectors are read (a wait on the disk at 10M
-        leaves), the sections of the leaves ``likely()`` names (``(doc_id, leaf)``: the hits as
-        the leaves' int8 cosines rank them) are read into the cache, so the hits find them
-        there but for a leaf the rescoring moves across the ``k``-th place (its section is read
-        after them)."""
-        reading = _submit(self._taken(at, rows, vector))
-        try:
-            leaves = likely()
-            with at.docs.lock:
-                self._entries(at, at.docs.of_leaves(leaves))
-        except BaseException:
-            reading.cancel()
-            raise
-        return cast("dict[tuple[str, int], tuple[int, float]]", self._read(reading, LEAVES))
 
     async def _ranked(
         self, tables: dict[str, Any], query: str, vector: np.ndarray, k: int, predicate: str | None
@@ -458,36 +421,7 @@ class StoreIndex:
         if predicate:
             search = search.where(predicate)  # before the search (LanceDB's default)
         rows = await search.select(["doc_id", "leaf", "passage", "vector", "_distance"]).to_arrow()
-        return _cosines(_vectors(rows), vector, _keys(rows))
-
-    async def _taken(
-        self, at: _Checkout, rows: np.ndarray, vector: np.ndarray
-    ) -> dict[tuple[str, int], tuple[int, float]]:
-        """``(doc_id, leaf) -> (passage, cosine)`` of the leaves at ``rows`` (the side's nearest):
-        their vectors read from the leaves table by row number (checked against the side's int8
-        copies: reading ``doc_id``, ``leaf`` and ``passage`` too took three times as long) unless
-        kept from an earlier query (:data:`VECTOR_CACHE_ROWS`), the rest from the side."""
-        side = at.side
-        assert side is not None  # a commit with a side
-        if not len(rows):
-            return {}
-        wanted = rows.tolist()
-        with at.vectors_lock:
-            kept = {r: at.vectors[r] for r in wanted if r in at.vectors}
-        missing = [r for r in wanted if r not in kept]
-        if missing:
-            taken = await at.tables[LEAVES].take_offsets(missing).select(["vector"]).to_arrow()
-            read = _vectors(taken)
-            if len(read) != len(missing) or not np.array_equal(int8_rows(read)[0], side.codes[missing]):
-                raise RuntimeError(f"its side {side.folder} does not match the leaves table")
-            kept.update(zip(missing, (v.copy() for v in read)))  # rows apart: each one evicted alone
-        with at.vectors_lock:
-            for r in wanted:
-                at.vectors[r] = kept[r]
-                at.vectors.move_to_end(r)
-            while len(at.vectors) > VECTOR_CACHE_ROWS:
-                at.vectors.popitem(last=False)
-        return _cosines(np.stack([kept[r] for r in wanted]), vector, side.leaves(rows))
+        return _cosines(_vectors(rows), normalized(vector[None, :])[0], _keys(rows))
 
     async def _bm25(
         self, parents: Any, query: str, predicate: str | None, among: set[tuple[str, int]] | None = None
@@ -520,7 +454,7 @@ class StoreIndex:
         where = f"parent IN ({keys})" + (f" AND {predicate}" if predicate else "")
         query = leaves.query().where(where).select(["doc_id", "leaf", "passage", "vector"]).limit(1 << 20)
         rows = await query.to_arrow()
-        return _cosines(_vectors(rows), vector, _keys(rows), int8=True)
+        return _cosines(_vectors(rows), normalized(vector[None, :])[0], _keys(rows))
 
     def _hits(self, at: _Checkout, scored: list[tuple[tuple[str, int], float]]) -> list[Hit]:
         """Hits of ``((doc_id, leaf), score)``, their sections (or documents) read into the cache."""

@@ -12,7 +12,8 @@ LanceDB's three searches and its take:
   :class:`~chunkforge.index.bm25.BM25`'s terms and formula, so the scores of the store's
   full-text index), read from the highest shares down, four times deeper each round, until the
   best parents are known (or summed whole, for questions of common words);
-- the leaves of the best parents: the leaves' rows by parent, rescored from int8 as in memory;
+- the leaves of the best parents: the leaves' rows by parent; every leaf found is scored from
+  its int8 copy, as in memory, so a search reads no vector from the leaves table;
 - the documents: each one's sections (:func:`~chunkforge.index.trees.section_parts`: a hit's
   expansion never leaves its section), in an Arrow file of one record batch a section, so that
   a hit costs one read of its section, neither a LanceDB take (at 10M leaves about 2 ms a
@@ -349,7 +350,7 @@ def _copies(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def int8_scores(codes: np.ndarray, scales: np.ndarray, unit: np.ndarray) -> np.ndarray:
     """The store's cosines of int8 rows (:func:`int8_rows`) with ``unit``, to 6 decimals, as the
-    in-memory index rescores the leaves of its best BM25 parents (int8 is close, not exact).
+    in-memory index scores every leaf (int8 is close, not exact).
 
     >>> int8_scores(*int8_rows(np.array([[3.0, 4.0]])), np.array([0.6, 0.8], np.float32)).tolist()
     [0.999055]
@@ -448,6 +449,11 @@ class Side:
                 f"the store's side {folder} cannot be read ({exc}); searching LanceDB's indexes", stacklevel=3
             )
             return None
+
+    def in_store(self) -> bool:
+        """Whether its store is still on disk: its mapped arrays and open file answer after the
+        store was removed, which a search reading only them would not notice."""
+        return self.folder.parent.parent.is_dir()
 
     def parts(self, rows: list[int]) -> pa.Table:
         """The parts at ``rows`` (:func:`_write_parts`), in that order, each read from the
@@ -580,6 +586,6 @@ class Side:
 
     def pooled(self, parents: list[int], unit: np.ndarray) -> dict[tuple[str, int], tuple[int, float]]:
         """The leaves of the parent rows ``parents`` (:meth:`scored`): as the in-memory index
-        rescores the leaves of its best BM25 parents."""
+        scores them."""
         pooled = [self.by_parent[self.parent_ptr[p] : self.parent_ptr[p + 1]] for p in parents]
         return self.scored(np.sort(np.concatenate(pooled)) if pooled else np.zeros(0, np.int64), unit)
