@@ -194,11 +194,12 @@ def lance_side(
             unit = v / np.linalg.norm(v)
             rows = at.side.nearest(unit, DENSE_POOL)
             at.side.scored(rows, unit)
-            return stored[rows] @ v / norms[rows]  # their float cosines, for the recall
+            return rows
 
         cold, found = timed(side_nearest, vectors[own])
         warm, _ = timed(side_nearest, vectors[own])
-        recall = float(np.mean([np.sum(f >= e - 1e-5) / DENSE_POOL for f, e in zip(found, exact[own])]))
+        cosines = [stored[rows] @ v / norms[rows] for rows, v in zip(found, vectors[own])]  # float, for the recall
+        recall = float(np.mean([np.sum(f >= e - 1e-5) / DENSE_POOL for f, e in zip(cosines, exact[own])]))
         row = {"search": "nearest (side)", "cold p50": cold, "warm p50": warm, "recall": round(recall, 4)}
         print(json.dumps(row), flush=True)
 

@@ -318,6 +318,7 @@ def test_a_side_reader_reads_no_vector_and_its_hits_sections_at_most_twice(job, 
 
     monkeypatch.setattr(DocumentCache, "_insert", recording)
     plain = Index.open(job / "store.lancedb", encoder, side=False)
+    compared = 0
     for question in QUESTIONS:
         index = Index.open(job / "store.lancedb", encoder)
         monkeypatch.setitem(index._now.tables, LEAVES, Unread())
@@ -325,9 +326,15 @@ def test_a_side_reader_reads_no_vector_and_its_hits_sections_at_most_twice(job, 
         hits = index.search(question, k=12, hybrid=hybrid)
         assert 1 <= len(inserted) <= 2, question
         assert {h.doc_id for h in hits} <= {d for ids in inserted for d in ids}
-        answer = plain.search(question, k=12, hybrid=hybrid)
-        assert [h.id for h in hits] == [h.id for h in answer]
-        assert [h.score for h in hits] == pytest.approx([h.score for h in answer], abs=1e-6)  # BM25's sums: last bits
+        # LanceDB's nearest leaves are its float top 64, the side's its int8 top 64: a leaf at
+        # the edge may be in one pool only, so the hits above the last one's score are compared
+        above = hits[-1].score + 1e-6
+        mine = [(h.id, h.score) for h in hits if h.score > above]
+        theirs = [(h.id, h.score) for h in plain.search(question, k=12, hybrid=hybrid) if h.score > above]
+        assert [i for i, _ in mine] == [i for i, _ in theirs]
+        assert [s for _, s in mine] == pytest.approx([s for _, s in theirs], abs=1e-6)  # BM25's sums: last bits
+        compared += len(mine)
+    assert compared > len(QUESTIONS)
 
 
 def test_a_store_removed_under_a_reader_is_a_store_error(job, encoder, tmp_path):
@@ -337,10 +344,13 @@ def test_a_store_removed_under_a_reader_is_a_store_error(job, encoder, tmp_path)
     shutil.copytree(job / "store.lancedb", store)
     index = Index.open(store, encoder)
     assert index.query(QUESTIONS[0]).passages
+    hits = index.search(QUESTIONS[0], k=3)
     shutil.rmtree(store)
     for question in (QUESTIONS[0], "a question never asked before"):
         with pytest.raises(StoreError, match="removed under this reader"):
             index.query(question)
+    with pytest.raises(StoreError, match="removed under this reader"):
+        index.expand(hits)
 
 
 def test_index_cache_holds_what_it_is_given(job, encoder, tmp_path):

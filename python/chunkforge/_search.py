@@ -41,9 +41,17 @@ def int8_rows(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def int8_cosines(codes: np.ndarray, scales: np.ndarray, unit: np.ndarray) -> np.ndarray:
-    """Cosines of int8 rows (:func:`int8_rows`) with the unit vector ``unit`` (float32)."""
-    cos: np.ndarray = (codes.astype(np.float32) @ unit.astype(np.float32)) * scales
-    return cos
+    """Cosines of int8 rows (:func:`int8_rows`) with the unit vector ``unit``, to 6 decimals
+    (float64): every leaf's score in an index and a store, whichever search found it (a
+    float32 sum's last bit depends on a row's place in its block, and leaves of equal text must
+    tie exactly).
+
+    >>> int8_cosines(*int8_rows(np.array([[3.0, 4.0]])), np.array([0.6, 0.8], np.float32)).tolist()
+    [0.999055]
+    """
+    cos = (codes.astype(np.float32) @ unit.astype(np.float32)) * scales
+    rounded: np.ndarray = np.round(cos.astype(np.float64), 6)
+    return rounded
 
 
 def top_k(similarities: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._rwlock import reads
-from .._search import EXACT_MAX, int8_cosines, top_k
+from .._search import EXACT_MAX, int8_cosines, normalized, top_k
 from ..errors import ArgumentTypeError
 from .documents import Documents
 from .filters import Filter
@@ -70,14 +70,14 @@ class Ranking(Documents):
         return self._search(query, SearchOptions.of(k, **keywords))[0]
 
     def _search(self, query: str, options: SearchOptions) -> tuple[list[Hit], np.ndarray | None]:
-        """:meth:`search`'s hits, and the question's vector (None when nothing was searched)."""
+        """:meth:`search`'s hits, and the question's unit vector (None when nothing was searched)."""
         if not isinstance(query, str):
             raise ArgumentTypeError(f"must be a str, not {type(query).__name__}", param="query")
         k, passes, hybrid = options.k, options.filter, options.hybrid
         if self.leaf_count == 0 or passes.nothing:
             return [], None
         allowed = self._allowed(passes)
-        vector = self.encoder.embed_query(query)
+        vector = normalized(self.encoder.embed_query(query)[None, :])[0]  # a cosine whatever the encoder
         if not (self.hybrid if hybrid is None else hybrid):
             best = self._dense(vector, k, allowed)
         else:
@@ -103,7 +103,7 @@ class Ranking(Documents):
             if label not in dense and (allowed is None or allowed[label])
         ]
         if extra:
-            dense.update(zip(extra, self._cosines(extra, vector).astype(np.float64).tolist()))
+            dense.update(zip(extra, self._cosines(extra, vector).tolist()))
         if not dense:
             return []
         labels = np.fromiter(dense, np.int64, len(dense))
@@ -153,7 +153,7 @@ class Ranking(Documents):
         if len(labels) == 0:
             return list
         if len(labels) <= EXACT_MAX:
-            ids, sims = top_k(self._cosines(labels, vector).astype(np.float64), k)
+            ids, sims = top_k(self._cosines(labels, vector), k)
             best = [(int(labels[i]), float(s)) for i, s in zip(ids, sims)]
             return lambda: best
         if graph is None:
@@ -166,6 +166,6 @@ class Ranking(Documents):
         if not found:
             return []
         labels = np.array([label for label, _ in found], np.int64)
-        cos = self._cosines(labels, vector).astype(np.float64)
+        cos = self._cosines(labels, vector)
         order = np.lexsort((labels, -cos))
         return list(zip(labels[order].tolist(), cos[order].tolist()))

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._checks import check_int
 from .._recommended import RECOMMENDED
-from .._search import int8_rows, normalized
+from .._search import int8_cosines, int8_rows, normalized
 from ..errors import ArgumentError, ChunkforgeError, InputError
 from ..tokenizer import Tokenizer
 from . import expansion
@@ -27,7 +27,7 @@ from .fusion import BM25_POOL, DENSE_POOL, pooled_with, top_leaves
 from .options import ExpandOptions, search_filter, spells_search_keywords, split_keywords
 from .payload import DocumentTree, Hit, Payload
 from .store_cache import CACHE_BYTES, Cached, DocumentCache, Key, leaf_layout
-from .store_side import Side, int8_scores
+from .store_side import Side
 from .store_tables import DOCS, LEAVES, PARENTS, _connect, _lancedb, last_commit, parent_key
 from .trees import TreeSettings, are_spans, checked_spans, overlapping, read_docs
 
@@ -45,7 +45,7 @@ questions: 512 MiB and 1 GiB answered at the same speed, in 1.7 and 1.9 GB proce
 NPROBES = 32
 """IVF partitions the nearest-leaves search reads (of one per 4,096 leaves)."""
 REFINE_FACTOR = 4
-"""LanceDB's nearest-leaves search (a filtered one) rescores ``REFINE_FACTOR`` times the leaves it
+"""LanceDB's nearest-leaves search (a filtered one, or any on a store without a side) rescores ``REFINE_FACTOR`` times the leaves it
 returns with their full vectors, read from the leaves table. Measured on the real model's vectors at 1M leaves
 (the same 150 new questions at each setting): 4 finds 0.71 of the exact 64 nearest, 10 finds
 0.79, but a whole query (100 leaves asked, so 1,000 vectors read) then took 43 against 35 ms at
@@ -91,9 +91,9 @@ def _cosines(
 ) -> dict[tuple[str, int], tuple[int, float]]:
     """``(doc_id, leaf) -> (passage, cosine)`` of leaves (``vectors``, ``keys``: their
     ``doc_id``, ``leaf`` and ``passage``), each cosine with the unit vector ``unit`` from the
-    leaf's vector in int8 (:func:`int8_scores`): one rule whichever search found a leaf, the
+    leaf's vector in int8 (:func:`int8_cosines`): one rule whichever search found a leaf, the
     in-memory index's and the side's."""
-    cos = int8_scores(*int8_rows(vectors), unit)
+    cos = int8_cosines(*int8_rows(vectors), unit)
     return {(d, int(leaf)): (int(p), float(c)) for d, leaf, p, c in zip(*keys, cos)}
 
 
@@ -272,7 +272,10 @@ class StoreIndex:
     # -- documents, read on demand ------------------------------------------
 
     def _entries(self, at: _Checkout, keys: Iterable[Key]) -> dict[Key, Cached]:
-        """The cached entries of those of ``keys`` the store holds; the lock is held."""
+        """The cached entries of those of ``keys`` the store holds; the lock is held. Every search
+        and expansion passes here, so a store removed under the reader is found here."""
+        if at.side is not None and not at.side.in_store():
+            raise StoreError(f"the store {self.uri} is gone: it was removed under this reader")
         try:
             return at.docs.load(keys)
         except (OSError, RuntimeError, InputError) as exc:  # InputError: a damaged row
@@ -340,8 +343,6 @@ class StoreIndex:
         hybrid = True if hybrid is None else hybrid
         vector = self.encoder.embed_query(query)
         side = at.side if predicate is None else None  # a filtered search: LanceDB's filters
-        if side is not None and not side.in_store():
-            raise StoreError(f"the store {self.uri} is gone: it was removed under this reader")
         unit = normalized(vector[None, :])[0]
         if not hybrid:
             if side is not None:

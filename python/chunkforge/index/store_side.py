@@ -348,16 +348,6 @@ def _copies(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return first[order], np.argsort(rank[group], kind="stable"), ptr
 
 
-def int8_scores(codes: np.ndarray, scales: np.ndarray, unit: np.ndarray) -> np.ndarray:
-    """The store's cosines of int8 rows (:func:`int8_rows`) with ``unit``, to 6 decimals, as the
-    in-memory index scores every leaf (int8 is close, not exact).
-
-    >>> int8_scores(*int8_rows(np.array([[3.0, 4.0]])), np.array([0.6, 0.8], np.float32)).tolist()
-    [0.999055]
-    """
-    return np.round(int8_cosines(codes, scales, unit).astype(np.float64), 6)
-
-
 def _distinct(values: np.ndarray) -> np.ndarray:
     """The distinct ``values``, ascending: ``np.unique``'s, by a sort (its hash table took 70 µs
     for the few hundred values of a query, a sort 9).
@@ -397,6 +387,7 @@ class Side:
         if meta.get("format") != FORMAT:
             raise ValueError(f"{folder}: side format {meta.get('format')}, not {FORMAT}")
         self.folder, self.version, self.exact = folder, int(meta["version"]), bool(meta["exact"])
+        self._store = folder.absolute().parent.parent  # as opened, whatever the working folder later
         # mapped, then plain arrays over the maps: slicing a np.memmap costs microseconds, and a
         # query slices hundreds of times
         arrays = {p.stem: np.load(p, mmap_mode="r").view(np.ndarray) for p in folder.glob("*.npy")}
@@ -453,7 +444,7 @@ class Side:
     def in_store(self) -> bool:
         """Whether its store is still on disk: its mapped arrays and open file answer after the
         store was removed, which a search reading only them would not notice."""
-        return self.folder.parent.parent.is_dir()
+        return self._store.is_dir()
 
     def parts(self, rows: list[int]) -> pa.Table:
         """The parts at ``rows`` (:func:`_write_parts`), in that order, each read from the
@@ -496,13 +487,13 @@ class Side:
     def nearest(self, unit: np.ndarray, k: int) -> np.ndarray:
         """The rows (in the leaves table) of the ``k`` nearest leaves of the unit vector
         ``unit`` by their int8 vectors, ascending; below :data:`EXACT_MAX` leaves exactly, by
-        :func:`int8_scores` (ties: the lower row), as the leaves of the best parents are scored
+        :func:`int8_cosines` (ties: the lower row), as the leaves of the best parents are scored
         (usearch's own scan quantizes the question too, and its 64th leaf was not always
         theirs: a cosine 7e-5 above the 65th's)."""
         if not len(self.codes):
             return np.zeros(0, np.int64)
         if self.exact:
-            return np.sort(top_k(int8_scores(self.codes, self.scales, unit), k)[0].astype(np.int64))
+            return np.sort(top_k(int8_cosines(self.codes, self.scales, unit), k)[0].astype(np.int64))
         codes, _ = int8_rows(unit[None, :])
         with self.lock:
             vectors = self.graph.search(codes[0], k, threads=1).keys.tolist()  # distinct vectors, nearest first
@@ -581,7 +572,7 @@ class Side:
     def scored(self, rows: np.ndarray, unit: np.ndarray) -> dict[tuple[str, int], tuple[int, float]]:
         """``(doc_id, leaf) -> (passage, cosine)`` of the leaves at ``rows``, each cosine with the
         unit vector ``unit`` from the leaf's int8 vector (as the in-memory index scores it)."""
-        cos = int8_scores(self.codes[rows], self.scales[rows], unit)
+        cos = int8_cosines(self.codes[rows], self.scales[rows], unit)
         return {(d, leaf): (p, c) for d, leaf, p, c in zip(*self.leaves(rows), cos.tolist())}
 
     def pooled(self, parents: list[int], unit: np.ndarray) -> dict[tuple[str, int], tuple[int, float]]:
