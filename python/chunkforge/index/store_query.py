@@ -45,12 +45,12 @@ questions: 512 MiB and 1 GiB answered at the same speed, in 1.7 and 1.9 GB proce
 NPROBES = 32
 """IVF partitions the nearest-leaves search reads (of one per 4,096 leaves)."""
 REFINE_FACTOR = 4
-"""LanceDB's nearest-leaves search (a filtered one, or any on a store without a side) rescores ``REFINE_FACTOR`` times the leaves it
-returns with their full vectors, read from the leaves table. Measured on the real model's vectors at 1M leaves
-(the same 150 new questions at each setting): 4 finds 0.71 of the exact 64 nearest, 10 finds
-0.79, but a whole query (100 leaves asked, so 1,000 vectors read) then took 43 against 35 ms at
-p50 for new questions in the growth runs, 118 against 90 ms at 10M leaves
-(``benches/results/store-growth.md``)."""
+"""LanceDB's nearest-leaves search (a filtered one, or any on a store without a side) rescores
+``REFINE_FACTOR`` times the leaves it returns with their full vectors, read from the leaves
+table. Measured on the real model's vectors at 1M leaves (the same 150 new questions at each
+setting): 4 finds 0.71 of the exact 64 nearest, 10 finds 0.79, but a whole query (100 leaves
+asked, so 1,000 vectors read) then took 43 against 35 ms at p50 for new questions in the growth
+runs, 118 against 90 ms at 10M leaves (``benches/results/store-growth.md``)."""
 _METADATA_CACHE_BYTES = 256 << 20  # LanceDB's file metadata cache (its default: 1 GB)
 _FTS_LIMIT = 4 * DENSE_POOL  # parents a full-text query returns (then those of the nearest leaves)
 
