@@ -661,6 +661,24 @@ def test_a_side_reads_sections_and_answers_as_whole_documents(job, encoder, opti
     assert 0 < read < whole  # fewer leaves read than the documents hold
 
 
+def test_a_side_knows_where_each_section_lies_in_its_file(job, encoder):
+    """The side records where each section's record batch lies in ``parts.arrow``, which a
+    reader asks the disk for before it reads them: the bytes there are that batch, no more
+    (the first one's with the file's schema before it)."""
+    import pyarrow as pa
+
+    side = Index.open(job / "store.lancedb", encoder)._now.side
+    data = (side.folder / "parts.arrow").read_bytes()
+    places, schema = side.part_bytes, side._parts.schema
+    assert len(places) == side.part_ptr[-1] + 1 and places[0] == 0 and np.all(np.diff(places) > 0)
+    assert places[-1] < len(data)  # the footer follows the last batch
+    first = pa.ipc.open_stream(data[8 : places[1]])  # past the file's magic: its schema, then a batch
+    assert first.schema.equals(schema) and first.read_next_batch().equals(side._parts.get_batch(0))
+    for i in range(1, len(places) - 1):
+        batch = pa.ipc.read_record_batch(pa.ipc.read_message(pa.py_buffer(data[places[i] : places[i + 1]])), schema)
+        assert batch.equals(side._parts.get_batch(i)), i
+
+
 @pytest.mark.parametrize("headings", ["[[", '{"a": 1}', None])
 def test_a_document_whose_headings_are_damaged_is_a_store_error(job, encoder, tmp_path, headings):
     """A hit section's headings are read natively from the side's copy of the docs table: a
