@@ -558,7 +558,8 @@ def test_each_commit_gets_a_side_that_answers_as_lancedb(job, encoder, tmp_path)
     none, when called again); a reader searches them in place of LanceDB's indexes, with the
     same scores, and falls back to LanceDB's where its commit has no side. A killed build's
     work folder is never read and is removed by the next build; two sides are kept; a side of
-    an older layout is not read, and is rebuilt, nor is a side whose documents' copy is damaged."""
+    format 4 is read (without the sections' places) and rebuilt, one of an older layout is
+    not read, and is rebuilt, nor is a side whose documents' copy is damaged."""
     from chunkforge.index.store_side import FORMAT, side_folder
 
     store = tmp_path / "store"
@@ -591,6 +592,13 @@ def test_each_commit_gets_a_side_that_answers_as_lancedb(job, encoder, tmp_path)
     meta.write_text(meta.read_text().replace('"leaves": ', '"leaves": 1000'))
     assert Index.open(store, encoder)._now.side is None
     assert write_store(job / "vectors", store) == 3 and Index.open(store, encoder)._now.side is not None
+    expected = spans(Index.open(store, encoder).query(QUESTIONS[0]))
+    (side_folder(store, 3) / "part_offset.npy").unlink()  # format 4: read, its sections without the prefetch
+    meta.write_text(meta.read_text().replace(f'"format": {FORMAT}', '"format": 4'))
+    older = Index.open(store, encoder)
+    assert older._now.side is not None and older._now.side.part_offset is None
+    assert spans(older.query(QUESTIONS[0])) == expected
+    assert write_store(job / "vectors", store) == 3 and Index.open(store, encoder)._now.side.part_offset is not None
     meta.write_text(meta.read_text().replace(f'"format": {FORMAT}', '"format": 1'))  # an older layout
     with pytest.warns(UserWarning, match="side format 1"):
         assert Index.open(store, encoder)._now.side is None
@@ -661,22 +669,37 @@ def test_a_side_reads_sections_and_answers_as_whole_documents(job, encoder, opti
     assert 0 < read < whole  # fewer leaves read than the documents hold
 
 
-def test_a_side_knows_where_each_section_lies_in_its_file(job, encoder):
-    """The side records where each section's record batch lies in ``parts.arrow``, which a
-    reader asks the disk for before it reads them: the bytes there are that batch, no more
-    (the first one's with the file's schema before it)."""
+def test_a_side_knows_where_each_section_lies_in_its_file(job, encoder, monkeypatch):
+    """The side records where each section's record batch lies in ``parts.arrow``: the bytes
+    there are that batch, no more (the first one's with the file's schema before it, the last
+    one's followed by the end of the stream), and a reader asks the disk for exactly those of
+    the sections it reads (``Side.prefetch``), which reads the same sections as without."""
+    import os
+
     import pyarrow as pa
+
+    from chunkforge.index.store_side import Side
 
     side = Index.open(job / "store.lancedb", encoder)._now.side
     data = (side.folder / "parts.arrow").read_bytes()
-    places, schema = side.part_bytes, side._parts.schema
-    assert len(places) == side.part_ptr[-1] + 1 and places[0] == 0 and np.all(np.diff(places) > 0)
-    assert places[-1] < len(data)  # the footer follows the last batch
-    first = pa.ipc.open_stream(data[8 : places[1]])  # past the file's magic: its schema, then a batch
+    offsets, schema = side.part_offset, side._parts.schema
+    assert len(offsets) == side.part_ptr[-1] + 1 and offsets[0] == 0 and np.all(np.diff(offsets) > 0)
+    assert data[offsets[-1] : offsets[-1] + 8] == b"\xff\xff\xff\xff\x00\x00\x00\x00"  # end of stream, then the footer
+    first = pa.ipc.open_stream(data[8 : offsets[1]])  # past the file's magic: its schema, then a batch
     assert first.schema.equals(schema) and first.read_next_batch().equals(side._parts.get_batch(0))
-    for i in range(1, len(places) - 1):
-        batch = pa.ipc.read_record_batch(pa.ipc.read_message(pa.py_buffer(data[places[i] : places[i + 1]])), schema)
+    for i in range(1, len(offsets) - 1):
+        batch = pa.ipc.read_record_batch(pa.ipc.read_message(pa.py_buffer(data[offsets[i] : offsets[i + 1]])), schema)
         assert batch.equals(side._parts.get_batch(i)), i
+    asked, advise = [], os.posix_fadvise
+    monkeypatch.setattr(os, "posix_fadvise", lambda *a: asked.append(a) or advise(*a))
+    rows = [len(offsets) - 2, 0, 3]
+    monkeypatch.setattr(Side, "prefetch", True)
+    read = side.parts(rows)
+    assert asked == [
+        (side._file.fileno(), offsets[r], offsets[r + 1] - offsets[r], os.POSIX_FADV_WILLNEED) for r in rows
+    ]
+    monkeypatch.setattr(Side, "prefetch", False)
+    assert side.parts(rows).equals(read) and len(asked) == len(rows)
 
 
 @pytest.mark.parametrize("headings", ["[[", '{"a": 1}', None])

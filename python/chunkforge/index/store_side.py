@@ -58,8 +58,10 @@ if TYPE_CHECKING:
 SIDE = "side"
 """The folder of a store that holds its side indexes, one folder a commit version."""
 FORMAT = 5
-"""The side's layout version (``side.json``); a reader ignores a side of another, and
-:func:`build_side` rebuilds it."""
+"""The side's layout version (``side.json``): :func:`build_side` rebuilds a side of another."""
+FORMATS_READ = (4, 5)
+"""The layouts a reader reads (it ignores a side of another): format 4 has no
+``part_offset``, so its sections are read without :attr:`Side.prefetch`."""
 CONNECTIVITY = 16
 """Links a node of the HNSW graph keeps (usearch's ``connectivity``)."""
 EXPANSION_ADD = 64
@@ -166,9 +168,9 @@ def _write_parts(work: Path, docs: Any) -> list[str]:
     (:func:`~chunkforge.index.trees.section_parts`) in an Arrow file (``parts.arrow``) of one
     record batch a part, so that a reader reads a hit's section alone; beside it each
     document's parts (``part_ptr``), each part's start (``part_base``), first leaf
-    (``part_leaf``) and bytes in the file (``part_bytes``: where each part's record batch ends,
-    after a 0: the first part's bytes include the file's schema, which its writer writes with
-    it) and each document's length (``doc_length``); returns the documents' ids."""
+    (``part_leaf``) and bytes in the file (``part_offset``: part ``i``'s from ``part_offset[i]``
+    to ``part_offset[i + 1]``, the first one's with the file's schema) and each document's
+    length (``doc_length``); returns the documents' ids."""
     import pyarrow as pa
 
     columns = schemas(1)[DOCS]  # the docs table's columns (but its shard), and each part's start
@@ -177,7 +179,7 @@ def _write_parts(work: Path, docs: Any) -> list[str]:
     names = ["doc_id", "text", "metadata", "headings", "nodes", "leaves", "sentences"]
     with_words = "words" in docs.schema.names
     doc_ids: list[str] = []
-    ptr, bases, first_leaves, lengths, places = [0], [], [], [], [0]
+    ptr, bases, first_leaves, lengths, offsets = [0], [], [], [], [0]
     where = f"{work.name}: the docs table"
     with pa.OSFile(os.fspath(work / "parts.arrow"), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
         for batch in _batches(docs, names + ["words"] * with_words, _DOC_BATCH):
@@ -199,7 +201,7 @@ def _write_parts(work: Path, docs: Any) -> list[str]:
                         "words": [part.words],
                     }
                     writer.write_batch(pa.record_batch(columns, schema=schema))
-                    places.append(sink.tell())
+                    offsets.append(sink.tell())
                 doc_ids.append(row.doc_id)
                 ptr.append(ptr[-1] + len(parts))
                 bases += [p.base for p in parts]
@@ -208,7 +210,7 @@ def _write_parts(work: Path, docs: Any) -> list[str]:
     np.save(work / "part_ptr.npy", np.array(ptr, np.int64))
     np.save(work / "part_base.npy", np.array(bases, np.int64))
     np.save(work / "part_leaf.npy", np.array(first_leaves, np.int64))
-    np.save(work / "part_bytes.npy", np.array(places, np.int64))
+    np.save(work / "part_offset.npy", np.array(offsets, np.int64))
     np.save(work / "doc_length.npy", np.array(lengths, np.int64))
     return doc_ids
 
@@ -390,13 +392,13 @@ class Side:
     """Whether :meth:`parts` asks the disk for all of the parts it reads before it reads the
     first (``posix_fadvise(POSIX_FADV_WILLNEED)`` of each one's bytes, where the platform has
     it), so that the reads of a new question's sections overlap rather than come one by one.
-    Measured at 10M leaves, the sections read from the disk: a new question's p50 0.87x
-    (``benches/results/store-growth.md``)."""
+    Measured at 10M leaves, the sections read from the disk: a new question's p50 0.75x to
+    0.82x (``benches/results/store-growth.md``)."""
 
     def __init__(self, folder: Path, meta: dict[str, Any]) -> None:
         import pyarrow as pa
 
-        if meta.get("format") != FORMAT:
+        if meta.get("format") not in FORMATS_READ:
             raise ValueError(f"{folder}: side format {meta.get('format')}, not {FORMAT}")
         self.folder, self.version, self.exact = folder, int(meta["version"]), bool(meta["exact"])
         self._store = folder.absolute().parent.parent  # as opened, whatever the working folder later
@@ -417,12 +419,20 @@ class Side:
         # each part's document in the high half: one search finds many leaves' parts
         doc_of_part = np.repeat(np.arange(len(self.doc_ids), dtype=np.int64), np.diff(self.part_ptr)) << 32
         self._leaf_keys, self._base_keys = doc_of_part | self.part_leaf, doc_of_part | self.part_base
-        self.part_bytes = arrays["part_bytes"]
         self._file = pa.OSFile(os.fspath(folder / "parts.arrow"))
         self._parts = pa.ipc.open_file(self._file)
-        parts, placed, expected = self._parts.num_record_batches, len(self.part_bytes) - 1, int(self.part_ptr[-1])
-        if len(self.part_ptr) != len(self.doc_ids) + 1 or parts != expected or placed != expected:
-            raise ValueError(f"{folder}: {parts} parts in parts.arrow ({placed} placed), not {expected}")
+        count, expected = self._parts.num_record_batches, int(self.part_ptr[-1])
+        if len(self.part_ptr) != len(self.doc_ids) + 1 or count != expected:
+            raise ValueError(f"{folder}: {count} parts in parts.arrow, not {expected}")
+        self.part_offset: np.ndarray | None = arrays.get("part_offset")  # None: format 4
+        offsets = self.part_offset
+        if offsets is not None and not (
+            len(offsets) == count + 1
+            and offsets[0] == 0
+            and np.all(np.diff(offsets) > 0)
+            and offsets[-1] < self._file.size()
+        ):
+            raise ValueError(f"{folder}: part_offset.npy does not place the {count} parts of parts.arrow")
         self.vocab = {w: i for i, w in enumerate(json.loads((folder / "vocab.json").read_text(encoding="utf-8")))}
         self.lock = threading.Lock()  # usearch's search reuses the graph's per-thread buffers
         self._parts_lock = threading.Lock()  # one file position
@@ -465,10 +475,11 @@ class Side:
         keeps, not the pages around them), all of them asked of the disk first (:attr:`prefetch`)."""
         import pyarrow as pa
 
-        if self.prefetch:
-            fd, places = self._file.fileno(), self.part_bytes
+        offsets = self.part_offset
+        if self.prefetch and offsets is not None:
+            fd = self._file.fileno()
             for r in rows:
-                os.posix_fadvise(fd, int(places[r]), int(places[r + 1] - places[r]), os.POSIX_FADV_WILLNEED)
+                os.posix_fadvise(fd, int(offsets[r]), int(offsets[r + 1] - offsets[r]), os.POSIX_FADV_WILLNEED)
         with self._parts_lock:
             batches = [self._parts.get_batch(r) for r in rows]
         return pa.Table.from_batches(batches, self._parts.schema)
