@@ -392,8 +392,8 @@ class Side:
     """Whether :meth:`parts` asks the disk for all of the parts it reads before it reads the
     first (``posix_fadvise(POSIX_FADV_WILLNEED)`` of each one's bytes, where the platform has
     it), so that the reads of a new question's sections overlap rather than come one by one.
-    Measured at 10M leaves, the sections read from the disk: a new question's p50 0.75x to
-    0.82x (``benches/results/store-growth.md``)."""
+    Measured at 10M leaves, the sections read from the disk: a new question's p50 0.80x to
+    0.83x (``benches/results/store-growth.md``)."""
 
     def __init__(self, folder: Path, meta: dict[str, Any]) -> None:
         import pyarrow as pa
