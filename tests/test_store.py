@@ -559,7 +559,8 @@ def test_each_commit_gets_a_side_that_answers_as_lancedb(job, encoder, tmp_path)
     same scores, and falls back to LanceDB's where its commit has no side. A killed build's
     work folder is never read and is removed by the next build; two sides are kept; a side of
     format 4 is read (without the sections' places) and rebuilt, one of an older layout is
-    not read, and is rebuilt, nor is a side whose documents' copy is damaged."""
+    not read, and is rebuilt, nor is a side whose documents' copy or sections' places are
+    damaged."""
     from chunkforge.index.store_side import FORMAT, side_folder
 
     store = tmp_path / "store"
@@ -599,6 +600,12 @@ def test_each_commit_gets_a_side_that_answers_as_lancedb(job, encoder, tmp_path)
     assert older._now.side is not None and older._now.side.part_offset is None
     assert spans(older.query(QUESTIONS[0])) == expected
     assert write_store(job / "vectors", store) == 3 and Index.open(store, encoder)._now.side.part_offset is not None
+    offsets = side_folder(store, 3) / "part_offset.npy"  # the sections' places out of order: not read
+    kept = offsets.read_bytes()
+    np.save(offsets, np.load(offsets)[::-1].copy())
+    with pytest.warns(UserWarning, match="part_offset.npy does not place"):
+        assert Index.open(store, encoder)._now.side is None
+    offsets.write_bytes(kept)
     meta.write_text(meta.read_text().replace(f'"format": {FORMAT}', '"format": 1'))  # an older layout
     with pytest.warns(UserWarning, match="side format 1"):
         assert Index.open(store, encoder)._now.side is None
